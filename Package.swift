@@ -1,0 +1,48 @@
+// swift-tools-version: 6.0
+import PackageDescription
+import Foundation
+
+// The tor core is built by scripts/build-tor-core.sh into a git-ignored prefix inside the package
+// (see docs/TOR-CORE-PROVENANCE.md). Its location is derived from this file so that a plain
+// `swift build` works once the core exists; POSTERN_TOR_PREFIX overrides it.
+let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
+let torPrefix = ProcessInfo.processInfo.environment["POSTERN_TOR_PREFIX"] ?? "\(packageDirectory)/.deps/tor"
+
+let package = Package(
+    name: "Postern",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "PosternCore", targets: ["PosternCore"]),
+        .library(name: "BridgeConfig", targets: ["BridgeConfig"]),
+        .executable(name: "postern", targets: ["postern"]),
+    ],
+    targets: [
+        // The only C-facing module for tor: tor_api.h from the pinned build.
+        .systemLibrary(name: "CTor", path: "Sources/CTor"),
+        // libsodium (Debian libsodium-dev) for the obfs4 primitives.
+        .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
+                       providers: [.apt(["libsodium-dev"])]),
+
+        .target(name: "BridgeConfig", path: "Sources/BridgeConfig",
+                resources: [.copy("Resources/builtin-bridges.json")]),
+        .target(name: "TransportBase", dependencies: ["BridgeConfig"], path: "Sources/Transports/Base"),
+        .target(name: "Obfs4Transport", dependencies: ["TransportBase", "CSodium"],
+                path: "Sources/Transports/obfs4"),
+        .target(name: "PosternCore", dependencies: ["CTor", "BridgeConfig", "TransportBase"],
+                path: "Sources/Core",
+                cSettings: [.unsafeFlags(["-I\(torPrefix)/include"])],
+                swiftSettings: [.unsafeFlags(["-Xcc", "-I\(torPrefix)/include"])],
+                linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
+        .executableTarget(name: "postern",
+                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport"],
+                          path: "Sources/postern"),
+
+        .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig"], path: "Tests/BridgeConfigTests",
+                    resources: [.copy("Corpus")]),
+        .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig"],
+                    path: "Tests/TransportTests"),
+        .testTarget(name: "CoreTests", dependencies: ["PosternCore"], path: "Tests/CoreTests"),
+        .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport"],
+                    path: "Tests/IntegrationTests"),
+    ]
+)

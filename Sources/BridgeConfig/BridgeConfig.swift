@@ -1,0 +1,1 @@
+// Placeholder; the bridge-line model lives here.

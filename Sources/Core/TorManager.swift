@@ -1,0 +1,1 @@
+// Placeholder; the tor core manager lives here.

@@ -1,0 +1,1 @@
+// Placeholder; the pluggable-transport base lives here.

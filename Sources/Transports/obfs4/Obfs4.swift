@@ -1,0 +1,1 @@
+// Placeholder; the obfs4 client lives here.
