@@ -1,1 +1,306 @@
-// Placeholder; the tor core manager lives here.
+import Foundation
+
+/// Owns the embedded tor core: start, bootstrap tracking, stall detection, readiness, restart and
+/// shutdown. tor_api allows one core per process, so a second manager cannot start while another
+/// one's core runs.
+public actor TorManager {
+    private var status = TorStatus()
+    private var configuration: TorConfiguration?
+    private var core: EmbeddedTorThread?
+    private var control: ControlConnection?
+    private var eventTask: Task<Void, Never>?
+    private var watchdogTask: Task<Void, Never>?
+    /// Increments on every attempt so that an old watchdog or event loop cannot touch a new attempt.
+    private var attempt = 0
+    /// Lifecycle operations (start, shutdown, restart) run one after another in request order:
+    /// a start requested while a shutdown is in flight runs after it finishes.
+    private var lifecycleTail: Task<Void, Never>?
+    private var subscribers: [UUID: AsyncStream<TorStatus>.Continuation] = [:]
+
+    public init() {}
+
+    /// The version of the linked tor core.
+    public nonisolated static var torVersion: String { EmbeddedTorThread.providerVersion }
+
+    public var currentStatus: TorStatus { status }
+
+    /// A stream of status snapshots, starting with the current one. Slow consumers see only the
+    /// latest value.
+    public func statusUpdates() -> AsyncStream<TorStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(of: TorStatus.self, bufferingPolicy: .bufferingNewest(1))
+        let id = UUID()
+        subscribers[id] = continuation
+        continuation.yield(status)
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribe(id) }
+        }
+        return stream
+    }
+
+    private func unsubscribe(_ id: UUID) { subscribers[id] = nil }
+
+    // MARK: Lifecycle
+
+    public func start(_ configuration: TorConfiguration) async throws {
+        try await serialized { try await self.startNow(configuration) }
+    }
+
+    public func shutdown() async {
+        try? await serialized { await self.shutdownNow() }
+    }
+
+    /// Stops the core and starts it again with the same configuration (or a new one).
+    public func restart(with newConfiguration: TorConfiguration? = nil) async throws {
+        try await serialized { try await self.restartNow(newConfiguration) }
+    }
+
+    private func restartNow(_ newConfiguration: TorConfiguration?) async throws {
+        guard let configuration = newConfiguration ?? self.configuration else {
+            throw TorCoreError(.notRunning, kind: .usage, "restart before any start")
+        }
+        await shutdownNow()
+        try await startNow(configuration)
+    }
+
+    /// Applies options to the running tor with SETCONF (no restart). Keys in `resetting` that are
+    /// absent from `options` go back to their defaults. Starts a new bootstrap attempt: the stall
+    /// flag clears and the deadline starts again.
+    public func reconfigure(_ options: [TorOption], resetting: [String] = []) async throws {
+        guard let control else { throw TorCoreError(.notRunning, kind: .usage, "tor is not running") }
+        let present = Set(options.map(\.key))
+        var pairs: [(key: String, value: String?)] = options.map { ($0.key, $0.value) }
+        pairs += resetting.filter { !present.contains($0) }.map { ($0, nil) }
+        guard !pairs.isEmpty else { return }
+        try await control.setConf(pairs)
+        configuration?.options.removeAll { present.contains($0.key) || resetting.contains($0.key) }
+        configuration?.options += options
+        beginAttempt()
+        try? await refreshBootstrapPhase()
+    }
+
+    /// Waits until the core is ready, up to `timeout`. Returns false on timeout or failure.
+    public func awaitReady(timeout: Duration = .seconds(75)) async -> Bool {
+        if status.isReady { return true }
+        let updates = statusUpdates()
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await update in updates {
+                    if update.isReady { return true }
+                    if update.state == .failed || update.state == .idle && update.lastError != nil { return false }
+                }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let result = await group.next() ?? false
+            group.cancelAll()
+            return result
+        }
+    }
+
+    /// A GETINFO on the running core (e.g. "net/listeners/socks", "status/bootstrap-phase").
+    public func getInfo(_ keys: [String]) async throws -> [String: String] {
+        guard let control else { throw TorCoreError(.notRunning, kind: .usage, "tor is not running") }
+        return try await control.getInfo(keys)
+    }
+
+    // MARK: Internals
+
+    private func serialized(_ operation: @escaping @Sendable () async throws -> Void) async throws {
+        let previous = lifecycleTail
+        let task = Task<Result<Void, any Error>, Never> {
+            await previous?.value
+            do { try await operation(); return .success(()) } catch { return .failure(error) }
+        }
+        lifecycleTail = Task { _ = await task.value }
+        try await task.value.get()
+    }
+
+    private func publish() {
+        for continuation in subscribers.values { continuation.yield(status) }
+    }
+
+    private func startNow(_ configuration: TorConfiguration) async throws {
+        guard core == nil else {
+            throw TorCoreError(.alreadyRunning, kind: .usage, "this manager's tor core is already running")
+        }
+        try EmbeddedTorSlot.claim()
+        var slotHeld = true
+        defer { if slotHeld { EmbeddedTorSlot.release() } }
+
+        self.configuration = configuration
+        status = TorStatus()
+        status.state = .starting
+        status.socks = configuration.socks
+        publish()
+
+        let emptyTorrc: URL
+        do {
+            emptyTorrc = try Self.prepareDataDirectory(configuration.dataDirectory)
+        } catch {
+            fail(error)
+            throw error
+        }
+        let thread: EmbeddedTorThread
+        do {
+            thread = try EmbeddedTorThread(arguments: configuration.commandLine(emptyTorrc: emptyTorrc))
+        } catch {
+            fail(error)
+            throw error
+        }
+        slotHeld = false  // the tor thread releases it when tor_run_main returns
+        core = thread
+        let connection = ControlConnection(fileDescriptor: thread.controlSocket)
+        control = connection
+
+        let exitWatcher = thread
+        Task { [weak self] in
+            let code = await exitWatcher.waitForExit()
+            await self?.coreExited(thread: exitWatcher, code: code)
+        }
+
+        eventTask = Task { [weak self] in
+            for await event in connection.events {
+                await self?.handle(event: event)
+            }
+        }
+        do {
+            try await connection.setEvents(["STATUS_CLIENT"])
+            beginAttempt()
+            try await refreshBootstrapPhase()
+        } catch {
+            fail(error)
+            connection.close()
+            throw error
+        }
+    }
+
+    private func shutdownNow() async {
+        guard let core, let control else { return }
+        status.state = .stopping
+        publish()
+        watchdogTask?.cancel()
+        // SHUTDOWN makes a client exit at once; closing the owning socket is the fallback.
+        try? await control.signal("SHUTDOWN")
+        let exitedInTime = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { _ = await core.waitForExit(); return true }
+            group.addTask { try? await Task.sleep(for: .seconds(10)); return false }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        if !exitedInTime {
+            control.close()
+            _ = await core.waitForExit()
+        }
+        control.close()
+        eventTask?.cancel()
+        self.core = nil
+        self.control = nil
+        status.state = .idle
+        status.bootstrapDidStall = false
+        publish()
+    }
+
+    private func coreExited(thread: EmbeddedTorThread, code: Int32) {
+        guard core === thread else { return }
+        // An exit we did not ask for.
+        if status.state != .stopping {
+            core = nil
+            control?.close()
+            control = nil
+            watchdogTask?.cancel()
+            fail(TorCoreError(.torExited, "tor exited unexpectedly with status \(code); see \(configuration?.logFile.path ?? "tor.log")"))
+        }
+    }
+
+    private func fail(_ error: any Error) {
+        status.state = .failed
+        status.lastError = (error as? TorCoreError) ?? TorCoreError(.ffiFailure, "\(error)")
+        publish()
+    }
+
+    /// A new bootstrap attempt: clear the stall flag and arm the deadline.
+    private func beginAttempt() {
+        attempt += 1
+        let thisAttempt = attempt
+        status.bootstrapDidStall = false
+        if status.state == .stalled || status.state == .ready || status.state == .starting {
+            status.state = status.bootstrapProgress == 100 ? .ready : .bootstrapping
+        }
+        publish()
+        watchdogTask?.cancel()
+        let deadline = configuration?.bootstrapDeadline ?? .seconds(75)
+        watchdogTask = Task { [weak self] in
+            try? await Task.sleep(for: deadline)
+            guard !Task.isCancelled else { return }
+            await self?.deadlinePassed(attempt: thisAttempt)
+        }
+    }
+
+    private func deadlinePassed(attempt deadlineAttempt: Int) {
+        guard deadlineAttempt == attempt, core != nil, !status.isReady, status.state != .stopping else { return }
+        status.bootstrapDidStall = true
+        status.state = .stalled
+        publish()
+    }
+
+    private func refreshBootstrapPhase() async throws {
+        guard let control else { return }
+        let info = try await control.getInfo(["status/bootstrap-phase"])
+        if let text = info["status/bootstrap-phase"], let phase = try BootstrapPhase.parse(statusText: text) {
+            await apply(phase)
+        }
+    }
+
+    private func handle(event: ControlReply) async {
+        guard let first = event.lines.first, first.text.hasPrefix("STATUS_CLIENT ") else { return }
+        guard let phase = try? BootstrapPhase.parse(statusText: String(first.text.dropFirst("STATUS_CLIENT ".count))) else { return }
+        await apply(phase)
+    }
+
+    private func apply(_ phase: BootstrapPhase) async {
+        guard core != nil, status.state != .stopping else { return }
+        if let warning = phase.warning {
+            status.bootstrapWarning = warning
+        }
+        status.bootstrapProgress = phase.progress
+        status.bootstrapTag = phase.tag
+        status.bootstrapSummary = phase.summary
+        if phase.progress == 100 {
+            if await socksListenerIsBound() {
+                status.state = .ready
+                status.bootstrapDidStall = false
+                status.bootstrapWarning = nil
+                watchdogTask?.cancel()
+            }
+        } else if status.state != .stalled {
+            status.state = .bootstrapping
+        }
+        publish()
+    }
+
+    private func socksListenerIsBound() async -> Bool {
+        guard let control, let socks = configuration?.socks,
+              let listeners = try? await control.getInfo(["net/listeners/socks"])["net/listeners/socks"] else { return false }
+        return listeners.contains("\(socks.description)\"") || listeners.contains(socks.description)
+    }
+
+    private static func prepareDataDirectory(_ directory: URL) throws(TorCoreError) -> URL {
+        let manager = FileManager.default
+        do {
+            try manager.createDirectory(at: directory, withIntermediateDirectories: true,
+                                        attributes: [.posixPermissions: 0o700])
+            try manager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
+            let empty = directory.appendingPathComponent("empty-torrc")
+            if !manager.fileExists(atPath: empty.path) {
+                try Data().write(to: empty)
+            }
+            return empty
+        } catch {
+            throw TorCoreError(.filesystem, "cannot prepare the data directory \(directory.path): \(error.localizedDescription)")
+        }
+    }
+}

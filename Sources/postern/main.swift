@@ -1,1 +1,10 @@
-print("postern")
+import Foundation
+
+let root = Command(
+    name: "postern",
+    summary: "Postern: an embedded Tor client that gets through censorship.",
+    details: "Serves a fail-closed SOCKS5 listener on 127.0.0.1:39050 backed by an in-process tor.",
+    subcommands: [.run, .status])
+
+let code = await Dispatcher.main(root: root, arguments: Array(CommandLine.arguments.dropFirst()), output: Output())
+exit(code)

@@ -1,0 +1,129 @@
+import Foundation
+
+/// A loopback address and port for the SOCKS listener. Non-loopback binds are refused: the
+/// listener must never be reachable from another machine.
+public struct SocksEndpoint: Sendable, Hashable, CustomStringConvertible {
+    public static let defaultPort: UInt16 = 39050
+    public static let `default` = try! SocksEndpoint(host: "127.0.0.1", port: defaultPort)
+
+    public let host: String
+    public let port: UInt16
+
+    public init(host: String = "127.0.0.1", port: UInt16) throws(TorCoreError) {
+        guard Self.isLoopback(host) else {
+            throw TorCoreError(.invalidConfiguration, kind: .usage,
+                               "the SOCKS listener must bind to loopback (127.0.0.0/8 or [::1]), not \(host)")
+        }
+        guard port != 0 else {
+            throw TorCoreError(.invalidConfiguration, kind: .usage, "the SOCKS port must be between 1 and 65535")
+        }
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses "PORT", "HOST:PORT" or "[::1]:PORT".
+    public init(parsing text: String) throws(TorCoreError) {
+        var host = "127.0.0.1"
+        var portText = Substring(text)
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = String(text[text.index(after: text.startIndex)..<close])
+            portText = text[text.index(after: close)...].drop(while: { $0 == ":" })
+        } else if let colon = text.lastIndex(of: ":") {
+            host = String(text[..<colon])
+            portText = text[text.index(after: colon)...]
+        }
+        guard let port = UInt16(portText) else {
+            throw TorCoreError(.invalidConfiguration, kind: .usage, "'\(text)' is not a SOCKS port or HOST:PORT")
+        }
+        try self.init(host: host, port: port)
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "::1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4, octets.allSatisfy({ UInt8($0) != nil }) else { return false }
+        return octets[0] == "127"
+    }
+}
+
+/// One tor option as passed on tor's command line ("Key value").
+public struct TorOption: Sendable, Hashable, CustomStringConvertible {
+    public let key: String
+    public let value: String
+
+    public init(_ key: String, _ value: String) throws(TorCoreError) {
+        guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+            throw TorCoreError(.invalidConfiguration, kind: .usage, "'\(key)' is not a tor option name")
+        }
+        guard !value.contains("\n"), !value.contains("\r") else {
+            throw TorCoreError(.invalidConfiguration, kind: .usage, "the value of \(key) spans lines")
+        }
+        self.key = key
+        self.value = value
+    }
+
+    /// Parses lines of "Key value" (torrc syntax without includes); '#' comments and blank lines are skipped.
+    public static func parseLines(_ text: String) throws(TorCoreError) -> [TorOption] {
+        var options: [TorOption] = []
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let parts = line.split(separator: " ", maxSplits: 1)
+            do {
+                try options.append(TorOption(String(parts[0]), parts.count > 1 ? String(parts[1]).trimmingCharacters(in: .whitespaces) : ""))
+            } catch {
+                throw TorCoreError(error.code, kind: error.kind, "line \(index + 1): \(error.message)")
+            }
+        }
+        return options
+    }
+
+    public var description: String { "\(key) \(value)" }
+}
+
+/// Everything the core needs to start tor. No torrc is read; this becomes tor's command line.
+public struct TorConfiguration: Sendable {
+    public var dataDirectory: URL
+    public var socks: SocksEndpoint
+    /// How long one bootstrap attempt may take before `bootstrapDidStall` is raised.
+    public var bootstrapDeadline: Duration
+    /// Options rendered from the user's settings (bridges, transports) or a test network.
+    public var options: [TorOption]
+
+    public init(dataDirectory: URL, socks: SocksEndpoint = .default,
+                bootstrapDeadline: Duration = .seconds(75), options: [TorOption] = []) {
+        self.dataDirectory = dataDirectory
+        self.socks = socks
+        self.bootstrapDeadline = bootstrapDeadline
+        self.options = options
+    }
+
+    /// The log file tor writes inside the data directory (libraries never print).
+    public var logFile: URL { dataDirectory.appendingPathComponent("tor.log") }
+
+    /// tor's argv. Options that the core owns come first; later options of the same name add to
+    /// list options (Bridge) or replace single ones.
+    func commandLine(emptyTorrc: URL) -> [String] {
+        var arguments = [
+            "tor",
+            // --quiet: tor would otherwise print its early notices to our stdout.
+            "--quiet", "-f", emptyTorrc.path, "--defaults-torrc", emptyTorrc.path, "--ignore-missing-torrc",
+            "DataDirectory", dataDirectory.path,
+            "SocksPort", "\(socks.description) IsolateSOCKSAuth",
+            "ControlPort", "0",
+            "__DisableSignalHandlers", "1",
+            "ClientOnly", "1",
+            "SafeLogging", "1",
+            "Log", "notice file \(logFile.path)",
+            "GeoIPFile", "", "GeoIPv6File", "",
+            "RunAsDaemon", "0",
+        ]
+        for option in options {
+            arguments.append(option.key)
+            arguments.append(option.value)
+        }
+        return arguments
+    }
+}

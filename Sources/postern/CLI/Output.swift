@@ -1,0 +1,54 @@
+import Foundation
+import Synchronization
+
+/// The CLI owns all output. Lines are written whole so that concurrent tasks cannot interleave.
+final class Output: Sendable {
+    private let lock = Mutex(())
+    let isTerminal: Bool
+
+    init() {
+        isTerminal = isatty(STDOUT_FILENO) == 1
+    }
+
+    func print(_ text: String, terminator: String = "\n") {
+        write(text + terminator, to: STDOUT_FILENO)
+    }
+
+    func error(_ text: String) {
+        write(text + "\n", to: STDERR_FILENO)
+    }
+
+    /// Rewrites the current terminal line (progress); on a non-terminal prints a normal line.
+    func status(_ text: String) {
+        if isTerminal {
+            write("\r\u{1B}[2K" + text, to: STDOUT_FILENO)
+        } else {
+            print(text)
+        }
+    }
+
+    /// Ends a status line so the next output starts on a fresh line.
+    func endStatus() {
+        if isTerminal { write("\n", to: STDOUT_FILENO) }
+    }
+
+    func json(_ value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+
+    private func write(_ text: String, to descriptor: Int32) {
+        lock.withLock { _ in
+            var bytes = Array(text.utf8)[...]
+            while !bytes.isEmpty {
+                let written = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                bytes = bytes.dropFirst(written)
+            }
+        }
+    }
+}

@@ -1,0 +1,6 @@
+import PosternCore
+
+enum PosternVersion {
+    static let string = "0.1.0"
+    static var torCore: String { TorManager.torVersion }
+}

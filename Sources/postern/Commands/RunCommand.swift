@@ -1,0 +1,205 @@
+import Foundation
+import PosternCore
+
+extension Command {
+    static let run = Command(
+        name: "run",
+        summary: "Start the tor core in the foreground and serve SOCKS5 until interrupted",
+        details: """
+        Shows bootstrap progress, then prints "ready: socks5 HOST:PORT". Stops cleanly on SIGINT or
+        SIGTERM. Apps waiting on the SOCKS port before tor is ready wait; nothing goes around tor.
+        """,
+        options: [
+            .value("socks", "[HOST:]PORT", "SOCKS5 listener, loopback only (default 127.0.0.1:39050)"),
+            .value("data-dir", "DIR", "tor's data directory (default: <state dir>/tor)"),
+            .value("bridge", "LINE", repeatable: true, "use this vanilla bridge line (for this run only)"),
+            .value("tor-options-file", "FILE", "extra tor options, one 'Key value' a line (private test networks)"),
+            .value("stall-timeout", "SECONDS", "bootstrap deadline before a stall is reported (default 75)"),
+            .flag("json", "print each status change as a JSON line instead of a progress bar"),
+        ],
+        run: { invocation in try await RunSession(invocation).run() })
+}
+
+/// One foreground run: owns the manager, renders progress, publishes status, handles signals.
+final class RunSession: Sendable {
+    private let invocation: Invocation
+    private let manager = TorManager()
+
+    init(_ invocation: Invocation) { self.invocation = invocation }
+
+    func run() async throws -> Int32 {
+        let arguments = invocation.arguments
+        guard arguments.positionals.isEmpty else {
+            throw invocation.usageError("unexpected argument '\(arguments.positionals[0])'")
+        }
+        let configuration = try makeConfiguration()
+        let output = invocation.output
+        let paths = invocation.paths
+        let route = configuration.options.contains { $0.key == "UseBridges" } ? "bridges" : "direct"
+
+        let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
+        let started = ContinuousClock.now
+        let updates = await manager.statusUpdates()
+        let reporter = Task { [invocation] in
+            var phases: [RunStatusRecord.PhaseTiming] = []
+            var lastKey = ""
+            var announcedReady = false
+            var announcedStall = false
+            for await status in updates {
+                let seconds = (ContinuousClock.now - started).seconds
+                if status.bootstrapProgress > (phases.last?.progress ?? -1) {
+                    phases.append(.init(progress: status.bootstrapProgress, tag: status.bootstrapTag,
+                                        summary: status.bootstrapSummary, seconds: seconds))
+                }
+                let record = RunStatusRecord(pid: getpid(), status: status, socks: configuration.socks, route: route,
+                                             phases: phases)
+                try? record.write(to: paths.runStatusFile)
+                let key = "\(status.state.name)|\(status.bootstrapProgress)|\(status.bootstrapDidStall)"
+                guard key != lastKey else { continue }
+                lastKey = key
+                if invocation.json {
+                    output.print(String(decoding: (try? RunStatusRecord.encoder().encode(record)) ?? Data(), as: UTF8.self))
+                    continue
+                }
+                if status.isReady {
+                    if !announcedReady {
+                        announcedReady = true
+                        output.status(ProgressBar.render(status))
+                        output.endStatus()
+                        output.print("ready: socks5 \(configuration.socks) (route: \(route), \(String(format: "%.1f", seconds)) s)")
+                        output.print(PhaseReport.render(phases))
+                    }
+                } else if status.bootstrapDidStall {
+                    if !announcedStall {
+                        announcedStall = true
+                        output.endStatus()
+                        var line = "stalled: no 100% within \(configuration.bootstrapDeadline.seconds.formatted()) s"
+                        line += " (at \(status.bootstrapProgress)%: \(status.bootstrapSummary))"
+                        if let warning = status.bootstrapWarning { line += "; last problem: \(warning)" }
+                        output.print(line + "; tor keeps trying")
+                    }
+                } else if status.state == .bootstrapping || status.state == .starting {
+                    announcedStall = false
+                    output.status(ProgressBar.render(status))
+                } else if status.state == .failed {
+                    output.endStatus()
+                    output.error("postern run: error: \(status.lastError?.message ?? "tor failed")")
+                }
+            }
+        }
+
+        do {
+            try await manager.start(configuration)
+        } catch {
+            reporter.cancel()
+            try? FileManager.default.removeItem(at: paths.runStatusFile)
+            throw CommandFailure("tor did not start: \(error)")
+        }
+
+        // Either a signal arrives or the core fails on its own.
+        let failed = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await stop.wait(); return false }
+            group.addTask { [manager] in
+                for await status in await manager.statusUpdates() where status.state == .failed { return true }
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        if !invocation.json { output.endStatus() }
+        if !failed && !invocation.json { output.print("stopping tor…") }
+        await manager.shutdown()
+        reporter.cancel()
+        try? FileManager.default.removeItem(at: paths.runStatusFile)
+        if !failed && !invocation.json { output.print("stopped") }
+        return failed ? 1 : 0
+    }
+
+    private func makeConfiguration() throws -> TorConfiguration {
+        let arguments = invocation.arguments
+        do {
+            let socks = try arguments.value("socks").map { try SocksEndpoint(parsing: $0) } ?? .default
+            var deadline = Duration.seconds(75)
+            if let text = arguments.value("stall-timeout") {
+                guard let seconds = Double(text), seconds > 0 else {
+                    throw invocation.usageError("--stall-timeout needs a positive number of seconds, not '\(text)'")
+                }
+                deadline = .milliseconds(Int64(seconds * 1000))
+            }
+            var options: [TorOption] = []
+            if let file = arguments.value("tor-options-file") {
+                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                    throw invocation.usageError("cannot read --tor-options-file '\(file)'")
+                }
+                options += try TorOption.parseLines(text)
+            }
+            let bridges = arguments.all("bridge")
+            if !bridges.isEmpty {
+                options.append(try TorOption("UseBridges", "1"))
+                for line in bridges { options.append(try TorOption("Bridge", line)) }
+            }
+            let dataDirectory = arguments.value("data-dir").map { URL(fileURLWithPath: $0) } ?? invocation.paths.torDataDirectory
+            return TorConfiguration(dataDirectory: dataDirectory, socks: socks, bootstrapDeadline: deadline, options: options)
+        } catch let error as TorCoreError where error.kind == .usage {
+            throw invocation.usageError(error.message)
+        }
+    }
+}
+
+enum ProgressBar {
+    static func render(_ status: TorStatus, width: Int = 30) -> String {
+        let filled = width * status.bootstrapProgress / 100
+        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+        let percent = String(status.bootstrapProgress).leftPadded(to: 3)
+        let summary = status.bootstrapSummary.isEmpty ? status.state.name : status.bootstrapSummary
+        return "[\(bar)] \(percent)% \(summary)"
+    }
+}
+
+enum PhaseReport {
+    static func render(_ phases: [RunStatusRecord.PhaseTiming]) -> String {
+        var lines = ["phase timings (seconds since start):"]
+        for phase in phases {
+            lines.append("  \(String(format: "%6.2f", phase.seconds))  \(String(phase.progress).leftPadded(to: 3))%  \(phase.tag)")
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let parts = components
+        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
+    }
+}
+
+/// Waits for the first of some POSIX signals, delivered through Dispatch rather than a raw handler.
+final class SignalWaiter: Sendable {
+    private let stream: AsyncStream<Int32>
+    nonisolated(unsafe) private let sources: [DispatchSourceSignal]
+
+    init(signals: [Int32]) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        self.stream = stream
+        var sources: [DispatchSourceSignal] = []
+        for number in signals {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            sources.append(source)
+        }
+        self.sources = sources
+    }
+
+    func wait() async {
+        for await _ in stream { return }
+    }
+}
