@@ -42,6 +42,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig"],
                     path: "Tests/TransportTests"),
         .testTarget(name: "CoreTests", dependencies: ["PosternCore"], path: "Tests/CoreTests"),
+        .testTarget(name: "CLITests", path: "Tests/CLITests"),
         .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport"],
                     path: "Tests/IntegrationTests"),
     ]

@@ -47,7 +47,7 @@ final class RunSession: Sendable {
             var announcedStall = false
             for await status in updates {
                 let seconds = (ContinuousClock.now - started).seconds
-                if status.bootstrapProgress > (phases.last?.progress ?? -1) {
+                if !status.bootstrapTag.isEmpty, status.bootstrapProgress > (phases.last?.progress ?? -1) {
                     phases.append(.init(progress: status.bootstrapProgress, tag: status.bootstrapTag,
                                         summary: status.bootstrapSummary, seconds: seconds))
                 }

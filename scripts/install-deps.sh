@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Postern needs to build, test and demo (idempotent), then the pinned
+# tor core. Swift itself (6.x at /opt/swift or on PATH) is expected to be present.
+set -euo pipefail
+PACKAGES=(
+  # build
+  gcc make pkg-config dpkg-dev libevent-dev libssl-dev zlib1g-dev libzstd-dev liblzma-dev libsodium-dev
+  # test bed: real peers and the censor
+  tor obfs4proxy nftables iproute2 curl python3 procps psmisc
+)
+missing=()
+for p in "${PACKAGES[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  sudo_() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+  sudo_ apt-get update -qq
+  sudo_ env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian starts a system tor service on install where an init system runs; our test bed runs its
+# own tor processes, so a system tor only wastes resources.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet tor 2>/dev/null; then
+  systemctl stop tor || true
+fi
+command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+command -v swift >/dev/null || { echo "install-deps: swift not found (expected on PATH or at /opt/swift)" >&2; exit 1; }
+"$(dirname "${BASH_SOURCE[0]}")/build-tor-core.sh"
