@@ -4,9 +4,9 @@ import Foundation
 
 // The tor core is built by scripts/build-tor-core.sh into a git-ignored prefix inside the package
 // (see docs/TOR-CORE-PROVENANCE.md). Its location is derived from this file so that a plain
-// `swift build` works once the core exists; POSTERN_TOR_PREFIX overrides it.
+// `swift build` works once the core exists (Sources/CTor/ctor.h includes the header relative to itself).
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
-let torPrefix = ProcessInfo.processInfo.environment["POSTERN_TOR_PREFIX"] ?? "\(packageDirectory)/.deps/tor"
+let torPrefix = "\(packageDirectory)/.deps/tor"
 
 let package = Package(
     name: "Postern",
@@ -30,8 +30,6 @@ let package = Package(
                 path: "Sources/Transports/obfs4"),
         .target(name: "PosternCore", dependencies: ["CTor", "BridgeConfig", "TransportBase"],
                 path: "Sources/Core",
-                cSettings: [.unsafeFlags(["-I\(torPrefix)/include"])],
-                swiftSettings: [.unsafeFlags(["-Xcc", "-I\(torPrefix)/include"])],
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
         .executableTarget(name: "postern",
                           dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport"],

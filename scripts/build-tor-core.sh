@@ -7,7 +7,7 @@
 #   scripts/build-tor-core.sh                 fetch (apt-get source), verify, build, install
 #   scripts/build-tor-core.sh --tarball FILE  verify and build FILE instead of fetching
 #   scripts/build-tor-core.sh --verify-only FILE   only check FILE's hash (exit 1 on mismatch)
-#   --prefix DIR   install prefix (default: <repo>/.deps/tor, or $POSTERN_TOR_PREFIX)
+#   --prefix DIR   install prefix (default: <repo>/.deps/tor, where Package.swift looks)
 set -euo pipefail
 
 TOR_VERSION="0.4.9.11"
@@ -21,10 +21,10 @@ CONFIGURE_FLAGS=(
   --disable-seccomp --disable-libscrypt --disable-systemd
 )
 LINK_LIBS="-ltor -levent -lssl -lcrypto -lz -lzstd -llzma -lm"
-BUILD_DEPS=(gcc make pkg-config dpkg-dev libevent-dev libssl-dev zlib1g-dev libzstd-dev liblzma-dev)
+BUILD_DEPS=(gcc make patch pkg-config dpkg-dev libevent-dev libssl-dev zlib1g-dev libzstd-dev liblzma-dev)
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-prefix="${POSTERN_TOR_PREFIX:-$repo_root/.deps/tor}"
+prefix="$repo_root/.deps/tor"
 work="$repo_root/.deps/tor-build"
 tarball=""
 verify_only=0
@@ -54,7 +54,12 @@ verify() { # $1 = tarball path
 
 if [ "$verify_only" = 1 ]; then verify "$tarball"; exit 0; fi
 
-flags_id=$(printf '%s\n' "$TOR_VERSION" "$TOR_ORIG_SHA256" "${CONFIGURE_FLAGS[@]}" "$LINK_LIBS" | sha256sum | cut -d' ' -f1)
+# Postern's own fixes to the pinned source, applied in order after verification (see
+# docs/TOR-CORE-PROVENANCE.md). Their content is part of the build's identity.
+patches=("$repo_root"/patches/tor/*.patch)
+[ -e "${patches[0]}" ] || patches=()
+patches_id=$(cat /dev/null "${patches[@]}" | sha256sum | cut -d' ' -f1)
+flags_id=$(printf '%s\n' "$TOR_VERSION" "$TOR_ORIG_SHA256" "${CONFIGURE_FLAGS[@]}" "$LINK_LIBS" "$patches_id" | sha256sum | cut -d' ' -f1)
 stamp="$prefix/.postern-stamp"
 if [ -z "$tarball" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$flags_id" ] && [ -f "$prefix/lib/libtor.a" ]; then
   say "tor core $TOR_VERSION already built in $prefix (nothing to do)"
@@ -101,6 +106,10 @@ src="$work/tor-$TOR_VERSION"
 rm -rf "$src"
 tar -xzf "$tarball" -C "$work"
 [ -d "$src" ] || die "tarball did not contain tor-$TOR_VERSION/"
+for patch in "${patches[@]}"; do
+  say "applying $(basename "$patch")"
+  patch -d "$src" -p1 --quiet --forward < "$patch" || die "patch $(basename "$patch") does not apply to tor $TOR_VERSION"
+done
 say "configuring (${CONFIGURE_FLAGS[*]})"
 (cd "$src" && ./configure --quiet "${CONFIGURE_FLAGS[@]}" >"$work/configure.log" 2>&1) || { tail -20 "$work/configure.log" >&2; die "configure failed (log: $work/configure.log)"; }
 say "building libtor.a with $(nproc) jobs"

@@ -4,7 +4,7 @@
 set -euo pipefail
 PACKAGES=(
   # build
-  gcc make pkg-config dpkg-dev libevent-dev libssl-dev zlib1g-dev libzstd-dev liblzma-dev libsodium-dev
+  gcc make patch pkg-config dpkg-dev libevent-dev libssl-dev zlib1g-dev libzstd-dev liblzma-dev libsodium-dev
   # test bed: real peers and the censor
   tor obfs4proxy nftables iproute2 curl python3 procps psmisc
 )

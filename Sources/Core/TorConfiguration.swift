@@ -108,8 +108,9 @@ public struct TorConfiguration: Sendable {
     func commandLine(emptyTorrc: URL) -> [String] {
         var arguments = [
             "tor",
-            // --quiet: tor would otherwise print its early notices to our stdout.
-            "--quiet", "-f", emptyTorrc.path, "--defaults-torrc", emptyTorrc.path, "--ignore-missing-torrc",
+            // --quiet: tor would otherwise print its early notices to our stdout. For diagnosing a
+            // core that exits before its log file opens, POSTERN_TOR_STDERR=1 lets warnings through.
+            ProcessInfo.processInfo.environment["POSTERN_TOR_STDERR"] == "1" ? "--hush" : "--quiet", "-f", emptyTorrc.path, "--defaults-torrc", emptyTorrc.path, "--ignore-missing-torrc",
             "DataDirectory", dataDirectory.path,
             "SocksPort", "\(socks.description) IsolateSOCKSAuth",
             "ControlPort", "0",

@@ -19,6 +19,12 @@ public actor TorManager {
 
     public init() {}
 
+    deinit {
+        // The owning control socket going away makes tor exit: a dropped manager never leaves an
+        // orphaned core running.
+        control?.close()
+    }
+
     /// The version of the linked tor core.
     public nonisolated static var torVersion: String { EmbeddedTorThread.providerVersion }
 
@@ -172,7 +178,10 @@ public actor TorManager {
             try await refreshBootstrapPhase()
         } catch {
             fail(error)
-            connection.close()
+            await connection.closeAndWait()
+            _ = await thread.waitForExit()
+            core = nil
+            control = nil
             throw error
         }
     }
@@ -195,7 +204,7 @@ public actor TorManager {
             control.close()
             _ = await core.waitForExit()
         }
-        control.close()
+        await control.closeAndWait()
         eventTask?.cancel()
         self.core = nil
         self.control = nil

@@ -16,6 +16,9 @@ public final class ControlConnection: Sendable {
     private let state = Mutex(State())
     private let writeLock = Mutex(())
     private let eventContinuation: AsyncStream<ControlReply>.Continuation
+    /// Set when the reader thread has closed the descriptor. Until then its number is still ours;
+    /// a new core started earlier could be handed the same number and lose it to our close().
+    private let descriptorClosed = OneShot<Void>()
     /// Asynchronous events, in arrival order. Finishes when the connection closes.
     public let events: AsyncStream<ControlReply>
 
@@ -59,6 +62,12 @@ public final class ControlConnection: Sendable {
     /// Shuts the socket down; tor sees its owning controller go away and exits.
     public func close() {
         close(reason: TorCoreError(.controlClosed, "control connection closed"))
+    }
+
+    /// Closes the connection and waits until its descriptor is released.
+    public func closeAndWait() async {
+        close()
+        await descriptorClosed.wait()
     }
 
     // MARK: Commands
@@ -165,5 +174,6 @@ public final class ControlConnection: Sendable {
         }
         close(reason: reason)
         Foundation.close(fileDescriptor)
+        descriptorClosed.fulfil(())
     }
 }

@@ -64,6 +64,19 @@ final class TorMainConfiguration {
     func runMain() -> Int32 { tor_run_main(handle) }
 }
 
+/// Hands the configuration to the tor thread, which alone touches it from then on.
+private final class ConfigurationBox: @unchecked Sendable {
+    private var configuration: TorMainConfiguration?
+
+    init(_ configuration: TorMainConfiguration) { self.configuration = configuration }
+
+    func runAndFree() -> Int32 {
+        let code = configuration?.runMain() ?? -1
+        configuration = nil
+        return code
+    }
+}
+
 /// Process-wide guard: tor_api runs at most one tor per process at a time.
 enum EmbeddedTorSlot {
     private static let occupied = Mutex(false)
@@ -88,54 +101,34 @@ final class EmbeddedTorThread: Sendable {
     /// The version string of the linked core, e.g. "tor 0.4.9.11".
     static var providerVersion: String { String(cString: tor_api_get_provider_version()) }
 
-    private struct ExitState {
-        var code: Int32?
-        var waiters: [CheckedContinuation<Int32, Never>] = []
-    }
-
-    /// Shared between this object and the tor thread, which outlives neither.
-    private final class ExitBox: Sendable {
-        let state = Mutex(ExitState())
-    }
-
     let controlSocket: Int32
-    private let exit = ExitBox()
+    private let exitCode = OneShot<Int32>()
 
     /// Configures tor with `arguments` (argv[0] included) and starts `tor_run_main` on a new thread.
     /// The caller must already hold the `EmbeddedTorSlot`; it is released when tor returns.
     init(arguments: [String]) throws(TorCoreError) {
+        // tor ignores SIGPIPE in its own signal setup, which __DisableSignalHandlers turns off; a
+        // write to a closed socket (ours or one of tor's) must not kill the host process.
+        signal(SIGPIPE, SIG_IGN)
         let configuration = try TorMainConfiguration()
         try configuration.setCommandLine(arguments)
         controlSocket = try configuration.setUpControlSocket()
-        // The configuration (and argv) is owned by the thread until tor_run_main returns.
-        nonisolated(unsafe) let ownedConfiguration = configuration
-        let exit = self.exit
+        // The configuration (and argv) is owned by the tor thread and freed there as soon as
+        // tor_run_main returns, before anyone is told that tor exited.
+        let box = ConfigurationBox(configuration)
+        let exitCode = self.exitCode
         let thread = Thread {
-            let code = ownedConfiguration.runMain()
+            let code = box.runAndFree()
             EmbeddedTorSlot.release()
-            let waiters = exit.state.withLock { state -> [CheckedContinuation<Int32, Never>] in
-                state.code = code
-                defer { state.waiters = [] }
-                return state.waiters
-            }
-            for waiter in waiters { waiter.resume(returning: code) }
+            exitCode.fulfil(code)
         }
         thread.name = "tor-main"
         thread.stackSize = 8 << 20
         thread.start()
     }
 
-    var hasExited: Bool { exit.state.withLock { $0.code != nil } }
+    var hasExited: Bool { exitCode.value != nil }
 
     /// Waits for tor_run_main to return and gives its exit code.
-    func waitForExit() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            let code = exit.state.withLock { state -> Int32? in
-                if let code = state.code { return code }
-                state.waiters.append(continuation)
-                return nil
-            }
-            if let code { continuation.resume(returning: code) }
-        }
-    }
+    func waitForExit() async -> Int32 { await exitCode.wait() }
 }

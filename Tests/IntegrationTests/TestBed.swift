@@ -1,0 +1,64 @@
+import Foundation
+import Testing
+@testable import PosternCore
+
+/// The shared private Tor network (scripts/testbed), started once by `make test`; its facts come
+/// from the env file named by POSTERN_TESTBED_ENV. Tests that use it run inside its namespace.
+struct TestBed: Sendable {
+    let values: [String: String]
+
+    static let shared: TestBed? = {
+        guard let path = ProcessInfo.processInfo.environment["POSTERN_TESTBED_ENV"],
+              let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        var values: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "="), !line.hasPrefix("#") else { continue }
+            var value = String(line[line.index(after: equals)...])
+            if value.count >= 2, let first = value.first, first == "'" || first == "\"", value.last == first {
+                value = String(value.dropFirst().dropLast())
+            }
+            values[String(line[..<equals]).trimmingCharacters(in: .whitespaces)] = value
+        }
+        return TestBed(values: values)
+    }()
+
+    /// True in CI or when the test bed is configured: tests must then run, not skip.
+    static var isRequired: Bool { ProcessInfo.processInfo.environment["CI"] != nil || shared != nil }
+
+    subscript(key: String) -> String {
+        guard let value = values[key] else {
+            Issue.record("test bed env has no \(key)")
+            return ""
+        }
+        return value
+    }
+
+    var directory: String { self["TB_DIR"] }
+
+    /// The page URL by host name when the test bed provides one (remote DNS at the exit).
+    var pageURL: String { values["TB_HTTP_NAME_URL"] ?? self["TB_HTTP_URL"] }
+
+    func clientOptions() throws -> [TorOption] {
+        try TorOption.parseLines(String(contentsOfFile: self["TB_CLIENT_TORRC"], encoding: .utf8))
+    }
+
+    func setCensor(_ scenario: String) throws {
+        let result = try ProcessRunner.run(Self.script, ["censor", scenario, "--dir", directory])
+        #expect(result.status == 0, "censor \(scenario): \(result.stderr)")
+    }
+
+    static var script: URL { ProcessRunner.packageRoot.appendingPathComponent("scripts/testbed") }
+
+    /// Fetches `url` through a SOCKS5 proxy with remote DNS (curl --socks5-hostname).
+    static func fetch(_ url: String, socks: String, timeout: Int = 60, isolation: String? = nil) throws -> ProcessResult {
+        var arguments = ["--silent", "--show-error", "--max-time", "\(timeout)", "--socks5-hostname", socks]
+        if let isolation { arguments += ["--proxy-user", "\(isolation):x"] }
+        return try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/curl"), arguments + [url])
+    }
+
+    static func temporaryDirectory(_ name: String) -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("postern-\(name)-\(UUID().uuidString.prefix(8))")
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}
