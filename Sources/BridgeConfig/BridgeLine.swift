@@ -64,13 +64,17 @@ public struct BridgeLine: Hashable, Sendable, CustomStringConvertible, LosslessS
         public let warnings: [BridgeConfigDiagnostic]
     }
 
-    /// Parses one bridge line. An optional leading `Bridge` keyword (any case) is skipped; words are
-    /// numbered from 1 after it. Errors name the word by position and kind and show its text only
-    /// under unsafe logging.
+    /// Parses one bridge line. An optional leading `Bridge` keyword (any case) is skipped. Errors
+    /// name the word by its position in `text` (counting the keyword, as the user sees the line)
+    /// and its kind, and show its text only under unsafe logging.
     public static func parse(_ text: String, logging: LoggingPolicy = .safe) throws(BridgeConfigError) -> Parsed {
         var words = splitWords(text)
-        if let first = words.first, first.lowercased() == "bridge" { words.removeFirst() }
-        var parser = LineParser(words: words, logging: logging)
+        var wordOffset = 0
+        if let first = words.first, first.lowercased() == "bridge" {
+            words.removeFirst()
+            wordOffset = 1
+        }
+        var parser = LineParser(words: words, logging: logging, wordOffset: wordOffset)
         return try parser.run()
     }
 
@@ -83,9 +87,12 @@ public struct BridgeLine: Hashable, Sendable, CustomStringConvertible, LosslessS
 /// A word's label in messages: "word 3 (cert)", plus its text only under unsafe logging.
 struct WordLabel {
     let logging: LoggingPolicy
+    /// 1 when the line started with the `Bridge` keyword, which the parser has removed.
+    let offset: Int
 
+    /// `index` counts from 1 without the keyword; the label counts as the user wrote the line.
     func callAsFunction(_ index: Int, _ kind: String?, _ text: String) -> String {
-        var label = "word \(index)"
+        var label = "word \(index + offset)"
         switch (kind, logging.unsafeLogging) {
         case (let kind?, true): label += " (\(kind) \"\(text)\")"
         case (let kind?, false): label += " (\(kind))"
@@ -106,21 +113,23 @@ func isPrintableKey(_ key: String) -> Bool {
 private struct LineParser {
     let words: [String]
     let logging: LoggingPolicy
+    let wordOffset: Int
     var warnings: [BridgeConfigDiagnostic] = []
-    var label: WordLabel { WordLabel(logging: logging) }
+    var label: WordLabel { WordLabel(logging: logging, offset: wordOffset) }
 
-    init(words: [String], logging: LoggingPolicy) {
+    init(words: [String], logging: LoggingPolicy, wordOffset: Int) {
         self.words = words
         self.logging = logging
+        self.wordOffset = wordOffset
     }
 
     func fail(_ code: BridgeConfigError.Code, word: Int?, kind: String?, _ reason: String) -> BridgeConfigError {
         let prefix = word.map { label($0, kind, words[$0 - 1]) + ": " } ?? ""
-        return BridgeConfigError(code: code, kind: .invalidInput, message: prefix + reason, word: word)
+        return BridgeConfigError(code: code, kind: .invalidInput, message: prefix + reason, word: word.map { $0 + wordOffset })
     }
 
     func wrap(_ error: BridgeConfigError, word: Int, kind: String) -> BridgeConfigError {
-        BridgeConfigError(code: error.code, kind: error.kind, message: "\(label(word, kind, words[word - 1])): \(error.message)", word: word)
+        BridgeConfigError(code: error.code, kind: error.kind, message: "\(label(word, kind, words[word - 1])): \(error.message)", word: word + wordOffset)
     }
 
     mutating func warn(_ code: BridgeConfigError.Code, word: Int?, kind: String?, _ reason: String) {
@@ -232,7 +241,7 @@ private struct LineParser {
             if wordOfKey[key] != nil {
                 let kind = isPrintableKey(key) ? key : "argument"
                 let keyText = isPrintableKey(key) ? "\(key)" : "this key"
-                throw fail(.duplicateArgument, word: wordNumber, kind: kind, "\(keyText) is given twice (first in word \(wordOfKey[key]!))")
+                throw fail(.duplicateArgument, word: wordNumber, kind: kind, "\(keyText) is given twice (first in word \(wordOfKey[key]! + wordOffset))")
             }
             wordOfKey[key] = wordNumber
             elements.append(BridgeArgument(key: key, value: value))
@@ -241,7 +250,7 @@ private struct LineParser {
         var arguments = BridgeArguments(unchecked: elements)
 
         var checker = ArgumentChecker(transport: transport, fingerprint: fingerprint, arguments: arguments,
-                                      wordOfKey: wordOfKey, words: words, logging: logging)
+                                      wordOfKey: wordOfKey, words: words, logging: logging, wordOffset: wordOffset)
         try checker.check()
         arguments = checker.arguments
         warnings.append(contentsOf: checker.warnings)

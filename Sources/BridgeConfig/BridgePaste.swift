@@ -108,7 +108,7 @@ public struct BridgePaste: Hashable, Sendable {
         }
 
         do {
-            let parsed = try BridgeLine.parse(words.joined(separator: " "), logging: logging)
+            let parsed = try BridgeLine.parse(((hadBridgeKeyword ? ["Bridge"] : []) + words).joined(separator: " "), logging: logging)
             warnings.append(contentsOf: parsed.warnings.map { $0.located(at: location) })
             if let earlier = firstSeen[parsed.line.identity] {
                 warnings.append(BridgeConfigDiagnostic(code: .duplicateLine,

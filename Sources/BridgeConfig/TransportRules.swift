@@ -8,10 +8,12 @@ struct ArgumentChecker {
     let wordOfKey: [String: Int]
     let words: [String]
     let logging: LoggingPolicy
+    let wordOffset: Int
     var warnings: [BridgeConfigDiagnostic] = []
 
     init(transport: TransportName, fingerprint: Fingerprint?, arguments: BridgeArguments,
-         wordOfKey: [String: Int], words: [String], logging: LoggingPolicy) {
+         wordOfKey: [String: Int], words: [String], logging: LoggingPolicy, wordOffset: Int) {
+        self.wordOffset = wordOffset
         self.transport = transport
         self.fingerprint = fingerprint
         self.arguments = arguments
@@ -22,12 +24,13 @@ struct ArgumentChecker {
 
     private func label(_ key: String) -> String {
         guard let word = wordOfKey[key] else { return key }
-        return WordLabel(logging: logging)(word, isPrintableKey(key) ? key : "argument", words[word - 1])
+        return WordLabel(logging: logging, offset: wordOffset)(word, isPrintableKey(key) ? key : "argument", words[word - 1])
     }
 
     private func fail(_ code: BridgeConfigError.Code, key: String?, _ reason: String) -> BridgeConfigError {
         let prefix = key.map { label($0) + ": " } ?? ""
-        return BridgeConfigError(code: code, kind: .invalidInput, message: prefix + reason, word: key.flatMap { wordOfKey[$0] })
+        return BridgeConfigError(code: code, kind: .invalidInput, message: prefix + reason,
+                                 word: key.flatMap { wordOfKey[$0] }.map { $0 + wordOffset })
     }
 
     private mutating func warn(_ code: BridgeConfigError.Code, key: String?, _ reason: String) {
@@ -160,7 +163,7 @@ struct ArgumentChecker {
             }
             if let fingerprint, fingerprint != innerFingerprint {
                 throw fail(.fingerprintMismatch, key: "fingerprint",
-                           "differs from the bridge fingerprint in word 3; the broker would pick a different bridge than tor expects")
+                           "differs from the bridge's own fingerprint (the word after the address); the broker would pick a different bridge than tor expects")
             }
         }
         if let name = arguments["utls-imitate"], !Self.snowflakeUTLSNames.contains(name.lowercased()) {
