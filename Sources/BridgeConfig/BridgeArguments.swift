@@ -16,7 +16,10 @@ public struct BridgeArgument: Hashable, Sendable, CustomStringConvertible {
 
     func description(policy: LoggingPolicy) -> String {
         if policy.unsafeLogging || Self.nonSecretKeys.contains(key) { return description }
-        return "\(key)=\(LoggingPolicy.scrubbed)"
+        // A key is shown only if it looks like an argument name: a mangled paste can put an
+        // address or a cert in front of an `=` (found by the fuzzer).
+        let shownKey = isPrintableKey(key) ? key : LoggingPolicy.scrubbed
+        return "\(shownKey)=\(LoggingPolicy.scrubbed)"
     }
 }
 

@@ -61,4 +61,13 @@ struct RedactionTests {
             #expect(!error.message.contains(String(Sample.cert.prefix(20))))
         }
     }
+
+    @Test func aKeyThatHoldsAnAddressIsScrubbed() throws {
+        // Fuzzer find: an unknown transport keeps unknown keys, and a mangled paste made an address
+        // part of a key.
+        let line = try BridgeLine(validating: "conjure 198.51.100.80:80 url=https://r.example 198.51.100.80:80port=prefix")
+        let text = line.description(policy: .safe)
+        #expect(text == "conjure [scrubbed] url=[scrubbed] [scrubbed]=[scrubbed]")
+        #expect(!text.contains("198.51.100.80"))
+    }
 }
