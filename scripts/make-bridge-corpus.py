@@ -90,6 +90,7 @@ C[73] = f"Bridge 192.0.02.115:443 {fp()}\n"
 C[74] = f"Bridge obfs4 [2001:db8:::1]:443 {fp()} cert={cert()} iat-mode=0\n"
 C[75] = f"webtunnel [2001:db8::a5]:443 {fp()} url=https://example.org/p utls=hellonetscape_4\n"
 C[76] = "Bridge " + o4("192.0.2.116:443") + "\n" + "Bridge obfs4 192.0.2.117:443 " + fp() + " cert=" + cert() + " iat-mode=0 \u2014 from Alice\n"
+C[77] = "Bridge\u00a0obfs4\u00a0192.0.2.118:443\u2009" + fp() + "\u00a0cert=" + cert() + " iat-mode=0\n"
 out = os.path.join(os.path.dirname(__file__), '..', 'Tests/BridgeConfigTests/Corpus')
 for k, v in C.items():
     with open(f"{out}/case-{k:02d}.txt", 'w', newline='') as fh: fh.write(v)

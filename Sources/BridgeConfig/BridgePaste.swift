@@ -82,7 +82,10 @@ public struct BridgePaste: Hashable, Sendable {
         text = Self.stripTrailingComment(text)
         if text.isEmpty { return }
 
-        var words = BridgeLine.splitWords(String(text))
+        // Text copied from web pages and chat apps carries no-break and other Unicode spaces
+        // between words; tor only knows spaces and tabs.
+        let spaced = String(text.map { $0.isWhitespace && $0 != "\t" ? " " : $0 })
+        var words = BridgeLine.splitWords(spaced)
         var hadBridgeKeyword = false
         if let first = words.first, first.lowercased() == "bridge" {
             words.removeFirst()
