@@ -91,6 +91,8 @@ C[74] = f"Bridge obfs4 [2001:db8:::1]:443 {fp()} cert={cert()} iat-mode=0\n"
 C[75] = f"webtunnel [2001:db8::a5]:443 {fp()} url=https://example.org/p utls=hellonetscape_4\n"
 C[76] = "Bridge " + o4("192.0.2.116:443") + "\n" + "Bridge obfs4 192.0.2.117:443 " + fp() + " cert=" + cert() + " iat-mode=0 \u2014 from Alice\n"
 C[77] = "Bridge\u00a0obfs4\u00a0192.0.2.118:443\u2009" + fp() + "\u00a0cert=" + cert() + " iat-mode=0\n"
+C[78] = json.dumps([o4("192.0.2.119:443"), "obfs4 192.0.2.120:443 " + fp() + " cert=" + cert()[:69] + " iat-mode=0", "Bridge " + o4("[2001:db8::78]:443")], indent=1) + "\n"
+C[79] = "[\n  \"" + o4("192.0.2.121:443") + "\",\n  obfs4 192.0.2.122:443\n]\n"
 out = os.path.join(os.path.dirname(__file__), '..', 'Tests/BridgeConfigTests/Corpus')
 for k, v in C.items():
     with open(f"{out}/case-{k:02d}.txt", 'w', newline='') as fh: fh.write(v)
