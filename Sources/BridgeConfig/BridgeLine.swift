@@ -48,7 +48,7 @@ public struct BridgeLine: Hashable, Sendable, CustomStringConvertible, LosslessS
     /// unless `policy` allows unsafe logging.
     public func description(policy: LoggingPolicy) -> String {
         var words: [String] = []
-        if !transport.isVanilla { words.append(transport.rawValue) }
+        if !transport.isVanilla { words.append(transport.description(policy: policy)) }
         words.append(address.description(policy: policy))
         if let fingerprint { words.append(fingerprint.description(policy: policy)) }
         words.append(contentsOf: arguments.map { $0.description(policy: policy) })
@@ -171,7 +171,7 @@ private struct LineParser {
         // 2. Address.
         guard next < words.count else {
             throw BridgeConfigError(code: .missingAddress, kind: .invalidInput,
-                                    message: "the line names the transport \(transport) but has no address after it")
+                                    message: "the line names the transport \(transport.description(policy: logging)) but has no address after it")
         }
         let addressWord = next + 1
         let allowsHostName = [TransportName.snowflake, .meekLite, .webtunnel].contains(transport)

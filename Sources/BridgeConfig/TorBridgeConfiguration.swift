@@ -67,7 +67,7 @@ public struct TorBridgeConfiguration: Hashable, Sendable {
             if address.isHostName || used.contains(address) {
                 guard addressIgnoring.contains(line.transport), let placeholder = freePlaceholder(port: address.port) else {
                     warnings.append(BridgeConfigDiagnostic(code: .addressCollision,
-                        message: "bridge \(offset + 1) (\(line.transport)) has the same address as an earlier bridge and was left out; tor needs a distinct IP:port per bridge"))
+                        message: "bridge \(offset + 1) (\(line.transport.description(policy: .safe))) has the same address as an earlier bridge and was left out; tor needs a distinct IP:port per bridge"))
                     continue
                 }
                 address = placeholder
@@ -93,7 +93,7 @@ public struct TorBridgeConfiguration: Hashable, Sendable {
         try transportsNeedingPlugin.map { (name) throws(BridgeConfigError) -> String in
             guard let port = ports[name], port != 0 else {
                 throw BridgeConfigError(code: .missingTransportPort, kind: .conflict,
-                                        message: "no local port is known for the transport \(name)")
+                                        message: "no local port is known for the transport \(name.description(policy: .safe))")
             }
             return "ClientTransportPlugin \(name) socks5 127.0.0.1:\(port)"
         }

@@ -35,6 +35,13 @@ public struct TransportName: Hashable, Sendable, Comparable, CustomStringConvert
     /// The transports whose arguments Postern checks. Others are accepted with a warning.
     public static let known: [TransportName] = [.vanilla, .obfs4, .snowflake, .meekLite, .webtunnel]
 
+    /// The name for messages and logs. Well-known and short names are harmless; a long unknown
+    /// "transport" is usually something else pasted in first position (a 40-hex fingerprint is a
+    /// valid C identifier), so under safe logging it is scrubbed.
+    public func description(policy: LoggingPolicy) -> String {
+        policy.unsafeLogging || isKnown || rawValue.utf8.count <= 24 ? rawValue : LoggingPolicy.scrubbed
+    }
+
     public var isVanilla: Bool { self == .vanilla }
     public var isKnown: Bool { Self.known.contains(self) }
 

@@ -47,7 +47,7 @@ struct ArgumentChecker {
         case .webtunnel: try checkWebtunnel()
         default:
             warn(.unknownTransport, key: nil,
-                 "the transport \(transport) is not one Postern knows; its arguments were not checked and it needs a transport plugin of that name")
+                 "the transport \(transport.description(policy: logging)) is not one Postern knows; its arguments were not checked and it needs a transport plugin of that name")
         }
     }
 

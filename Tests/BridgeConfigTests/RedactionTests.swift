@@ -62,6 +62,17 @@ struct RedactionTests {
         }
     }
 
+    @Test func aFingerprintInTransportPositionIsScrubbed() throws {
+        // A fingerprint that starts with a letter is a valid C identifier, hence a "transport".
+        let fingerprint = "ABCDEF0123456789ABCDEF0123456789ABCDEF01"
+        let paste = BridgePaste.parse("\(fingerprint)\n\(fingerprint) 192.0.2.1:443")
+        #expect(paste.rejected.map(\.message) == ["line 1: the line names the transport [scrubbed] but has no address after it"])
+        #expect(paste.warnings.map(\.message) == ["line 2: the transport [scrubbed] is not one Postern knows; its arguments were not checked and it needs a transport plugin of that name"])
+        #expect(paste.accepted.first?.line.description(policy: .safe) == "[scrubbed] [scrubbed]")
+        for message in allMessages(paste) { #expect(!message.contains(fingerprint)) }
+        #expect(BridgePaste.parse(fingerprint, logging: .unsafe).rejected.first?.message.contains(fingerprint) == true)
+    }
+
     @Test func aKeyThatHoldsAnAddressIsScrubbed() throws {
         // Fuzzer find: an unknown transport keeps unknown keys, and a mangled paste made an address
         // part of a key.
