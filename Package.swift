@@ -35,8 +35,15 @@ let package = Package(
                           dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport"],
                           path: "Sources/postern"),
 
-        .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig"], path: "Tests/BridgeConfigTests",
-                    resources: [.copy("Corpus")]),
+        .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig", "BridgeStoreCrashWriter"],
+                    path: "Tests/BridgeConfigTests", resources: [.copy("Corpus")]),
+        // Helper process for the store's kill -9 and multi-process tests.
+        .executableTarget(name: "BridgeStoreCrashWriter", dependencies: ["BridgeConfig"], path: "Tests/BridgeStoreCrashWriter"),
+        // libFuzzer target for the bridge-line parser: see Fuzz/README.md. The C entry point makes it
+        // link (as a corpus replayer) without -sanitize=fuzzer too.
+        .target(name: "BridgeParserFuzzerEntry", path: "Fuzz/BridgeParserEntry"),
+        .executableTarget(name: "BridgeParserFuzzer", dependencies: ["BridgeConfig", "BridgeParserFuzzerEntry"],
+                          path: "Fuzz/BridgeParser", swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
         .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig"],
                     path: "Tests/TransportTests"),
         .testTarget(name: "CoreTests", dependencies: ["PosternCore"], path: "Tests/CoreTests"),

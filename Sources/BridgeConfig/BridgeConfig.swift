@@ -1,1 +1,0 @@
-// Placeholder; the bridge-line model lives here.

@@ -1,0 +1,284 @@
+/// Where a line came from in a paste: its physical line, and for the JSON-array form the 1-based
+/// position of the string in the array (then messages say "entry N").
+public struct PasteLocation: Hashable, Sendable, CustomStringConvertible {
+    public let line: Int
+    public let entry: Int?
+
+    public init(line: Int, entry: Int? = nil) {
+        self.line = line
+        self.entry = entry
+    }
+
+    public var description: String { entry.map { "entry \($0)" } ?? "line \(line)" }
+}
+
+/// The result of reading whatever a user pasted: bridge lines one per line (with or without the
+/// `Bridge` keyword), a torrc fragment, or the JSON array shared in QR codes.
+///
+/// Every line is judged on its own: a bad line becomes one error in `rejected` (naming the line,
+/// the word and the reason) and never stops the good lines from being accepted.
+public struct BridgePaste: Hashable, Sendable {
+    public struct Accepted: Hashable, Sendable {
+        public let location: PasteLocation
+        public let line: BridgeLine
+    }
+
+    public private(set) var accepted: [Accepted] = []
+    public private(set) var rejected: [BridgeConfigError] = []
+    /// Things that are probably worth a look (unknown transport, host-name address, ...).
+    public private(set) var warnings: [BridgeConfigDiagnostic] = []
+    /// Input that was deliberately skipped (torrc options other than `Bridge`).
+    public private(set) var notes: [BridgeConfigDiagnostic] = []
+
+    /// True when the paste held neither a bridge line nor anything that looked like one.
+    public var isEmpty: Bool { accepted.isEmpty && rejected.isEmpty }
+
+    public var lines: [BridgeLine] { accepted.map(\.line) }
+
+    /// Reads a paste. Never throws: problems are reported per line in the result.
+    public static func parse(_ text: String, logging: LoggingPolicy = .safe) -> BridgePaste {
+        var paste = BridgePaste()
+        var normalized = text.replacingAll("\r\n", with: "\n").replacingAll("\r", with: "\n")
+        if normalized.hasPrefix("\u{FEFF}") { normalized.removeFirst() }
+
+        var units: [(location: PasteLocation, text: String)] = []
+        switch JSONListReader.read(normalized) {
+        case .notAList:
+            for (offset, line) in normalized.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                units.append((PasteLocation(line: offset + 1), String(line)))
+            }
+        case .list(let entries):
+            units = entries.enumerated().map { (PasteLocation(line: $1.line, entry: $0 + 1), $1.text) }
+        case .malformed(let line, let reason):
+            paste.rejected.append(BridgeConfigError(
+                code: .badJSON, kind: .invalidInput,
+                message: "line \(line): the paste looks like a list of bridge lines ([\"...\", \"...\"]) but \(reason)",
+                location: PasteLocation(line: line)))
+            return paste
+        }
+
+        var firstSeen: [BridgeLine.Identity: PasteLocation] = [:]
+        for unit in units {
+            paste.read(unit.text, at: unit.location, logging: logging, firstSeen: &firstSeen)
+        }
+        return paste
+    }
+
+    /// torrc options people leave in a pasted fragment. Recognized so that they are skipped with a
+    /// note instead of being misread as a transport name.
+    private static let otherTorrcOptions: Set<String> = [
+        "socksport", "controlport", "datadirectory", "log", "geoipfile", "geoipv6file", "clientonly",
+        "exitnodes", "entrynodes", "excludenodes", "excludeexitnodes", "strictnodes", "sandbox",
+        "avoiddiskwrites", "cookieauthentication", "hashedcontrolpassword", "safelogging",
+        "updatebridgesfromauthority", "clientuseipv6", "clientpreferipv6orport", "httpsproxy",
+        "socks5proxy", "socks4proxy", "transport", "dnsport", "runasdaemon",
+    ]
+
+    private mutating func read(_ raw: String, at location: PasteLocation, logging: LoggingPolicy,
+                               firstSeen: inout [BridgeLine.Identity: PasteLocation]) {
+        var text = Self.trim(Substring(raw))
+        if text.isEmpty || text.hasPrefix("#") || text.hasPrefix("//") { return }
+        text = Self.stripQuotes(text)
+        text = Self.stripTrailingComment(text)
+        if text.isEmpty { return }
+
+        // Text copied from web pages and chat apps carries no-break and other Unicode spaces
+        // between words; tor only knows spaces and tabs.
+        let spaced = String(text.map { $0.isWhitespace && $0 != "\t" ? " " : $0 })
+        var words = BridgeLine.splitWords(spaced)
+        var hadBridgeKeyword = false
+        if let first = words.first, first.lowercased() == "bridge" {
+            words.removeFirst()
+            hadBridgeKeyword = true
+        }
+        if !hadBridgeKeyword, let option = words.first?.lowercased() {
+            if option == "usebridges" {
+                notes.append(BridgeConfigDiagnostic(code: .torrcOptionIgnored,
+                    message: "\(location): UseBridges is ignored; Postern turns bridges on by itself", location: location))
+                return
+            }
+            if option == "clienttransportplugin" {
+                notes.append(BridgeConfigDiagnostic(code: .torrcOptionIgnored,
+                    message: "\(location): ClientTransportPlugin is ignored; Postern runs its own transports", location: location))
+                return
+            }
+            if Self.otherTorrcOptions.contains(option),
+               TransportName.known(matching: option) == nil {
+                notes.append(BridgeConfigDiagnostic(code: .torrcOptionIgnored,
+                    message: "\(location): the torrc option \(words[0]) is not a bridge line; ignored", location: location))
+                return
+            }
+        }
+
+        do {
+            let parsed = try BridgeLine.parse(((hadBridgeKeyword ? ["Bridge"] : []) + words).joined(separator: " "), logging: logging)
+            warnings.append(contentsOf: parsed.warnings.map { $0.located(at: location) })
+            if let earlier = firstSeen[parsed.line.identity] {
+                warnings.append(BridgeConfigDiagnostic(code: .duplicateLine,
+                    message: "\(location): the same bridge as \(earlier); skipped", location: location))
+                return
+            }
+            firstSeen[parsed.line.identity] = location
+            accepted.append(Accepted(location: location, line: parsed.line))
+        } catch {
+            rejected.append(error.located(at: location))
+        }
+    }
+
+    private static func isBlank(_ character: Character) -> Bool {
+        character.isWhitespace || character == "\u{FEFF}"
+    }
+
+    private static func trim(_ text: Substring) -> Substring {
+        var text = text
+        while let first = text.first, isBlank(first) { text.removeFirst() }
+        while let last = text.last, isBlank(last) { text.removeLast() }
+        return text
+    }
+
+    private static let openingQuotes: [Character: Set<Character>] = [
+        "\"": ["\""], "'": ["'"], "\u{201C}": ["\u{201D}", "\u{201C}"], "\u{2018}": ["\u{2019}", "\u{2018}"],
+        "`": ["`"],
+    ]
+
+    /// `"obfs4 ..."`, `'obfs4 ...'`, typographic quotes, and a trailing comma after the closing
+    /// quote (one element of a JSON array pasted on its own line).
+    private static func stripQuotes(_ text: Substring) -> Substring {
+        guard let first = text.first, let closers = openingQuotes[first] else { return text }
+        var body = text.dropFirst()
+        if body.last == "," { body = trim(body.dropLast()) }
+        if let last = body.last, closers.contains(last) { body = body.dropLast() }
+        return trim(body)
+    }
+
+    /// ` # comment` or ` // comment` after the line. Only when preceded by blank space, so URLs
+    /// (`https://`) and values are never cut.
+    private static func stripTrailingComment(_ text: Substring) -> Substring {
+        var previousWasBlank = false
+        var index = text.startIndex
+        while index < text.endIndex {
+            let character = text[index]
+            if previousWasBlank {
+                if character == "#" { return trim(text[..<index]) }
+                if character == "/", text[index...].hasPrefix("//") { return trim(text[..<index]) }
+            }
+            previousWasBlank = character == " " || character == "\t"
+            index = text.index(after: index)
+        }
+        return text
+    }
+}
+
+extension String {
+    func replacingAll(_ target: String, with replacement: String) -> String {
+        guard contains(target) else { return self }
+        return components(separatedBy: target).joined(separator: replacement)
+    }
+
+    private func components(separatedBy separator: String) -> [String] {
+        var parts: [String] = []
+        var rest = Substring(self)
+        while let range = rest.range(of: separator) {
+            parts.append(String(rest[..<range.lowerBound]))
+            rest = rest[range.upperBound...]
+        }
+        parts.append(String(rest))
+        return parts
+    }
+}
+
+extension Substring {
+    func range(of target: String) -> Range<Index>? {
+        guard !target.isEmpty else { return nil }
+        var index = startIndex
+        while index < endIndex {
+            if self[index...].hasPrefix(target) {
+                return index..<self.index(index, offsetBy: target.count)
+            }
+            index = self.index(after: index)
+        }
+        return nil
+    }
+}
+
+/// Reads the array-of-strings form (`["obfs4 ...", "obfs4 ..."]`, also with single quotes as some
+/// QR generators write it). Hand-written so a malformed list gets a precise reason and a line
+/// number, and so the strings' contents never appear in the message.
+enum JSONListReader {
+    enum Outcome {
+        case notAList
+        case list([(line: Int, text: String)])
+        case malformed(line: Int, reason: String)
+    }
+
+    static func read(_ text: String) -> Outcome {
+        let characters = Array(text)
+        var index = 0
+        var line = 1
+        func skipBlank() {
+            while index < characters.count, characters[index].isWhitespace {
+                if characters[index] == "\n" { line += 1 }
+                index += 1
+            }
+        }
+        skipBlank()
+        guard index < characters.count, characters[index] == "[" else { return .notAList }
+        // `[2001:db8::1]:443` starts with a bracket too; a list has a quote or `]` next.
+        var peek = index + 1
+        while peek < characters.count, characters[peek].isWhitespace { peek += 1 }
+        guard peek < characters.count, ["\"", "'", "]"].contains(characters[peek]) else { return .notAList }
+        index += 1
+
+        var entries: [(line: Int, text: String)] = []
+        while true {
+            skipBlank()
+            guard index < characters.count else { return .malformed(line: line, reason: "the closing ] is missing") }
+            if characters[index] == "]" { index += 1; break }
+            let quote = characters[index]
+            guard quote == "\"" || quote == "'" else {
+                return .malformed(line: line, reason: "an element is not a quoted string")
+            }
+            let startLine = line
+            index += 1
+            var value = ""
+            var closed = false
+            while index < characters.count {
+                let character = characters[index]
+                index += 1
+                if character == quote { closed = true; break }
+                if character == "\n" { line += 1 }
+                guard character == "\\" else { value.append(character); continue }
+                guard index < characters.count else { break }
+                let escaped = characters[index]
+                index += 1
+                switch escaped {
+                case "n": value.append("\n")
+                case "t": value.append("\t")
+                case "r": value.append("\r")
+                case "b", "f": value.append(" ")
+                case "u":
+                    guard index + 4 <= characters.count,
+                          let code = UInt32(String(characters[index..<index + 4]), radix: 16),
+                          let scalar = Unicode.Scalar(code) else {
+                        return .malformed(line: line, reason: "a \\u escape is not four hexadecimal digits")
+                    }
+                    value.unicodeScalars.append(scalar)
+                    index += 4
+                default: value.append(escaped)
+                }
+            }
+            guard closed else { return .malformed(line: startLine, reason: "a string is not closed") }
+            entries.append((startLine, value))
+            skipBlank()
+            guard index < characters.count else { return .malformed(line: line, reason: "the closing ] is missing") }
+            if characters[index] == "," { index += 1; continue }
+            if characters[index] == "]" { index += 1; break }
+            return .malformed(line: line, reason: "expected , or ] after a string")
+        }
+        skipBlank()
+        guard index == characters.count else {
+            return .malformed(line: line, reason: "there is text after the closing ]")
+        }
+        return .list(entries)
+    }
+}
