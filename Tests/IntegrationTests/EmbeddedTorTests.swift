@@ -194,6 +194,8 @@ final class RunningPostern: @unchecked Sendable {
     }
 
     var output: String { lock.withLock { collected } }
+    var processIdentifier: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
 
     func waitForLine(containing text: String, timeout: Double) async throws -> String? {
         let deadline = Date().addingTimeInterval(timeout)

@@ -8,11 +8,14 @@ extension Command {
         details: """
         Shows bootstrap progress, then prints "ready: socks5 HOST:PORT". Stops cleanly on SIGINT or
         SIGTERM. Apps waiting on the SOCKS port before tor is ready wait; nothing goes around tor.
+        Bridges and the transport come from the settings store ('postern bridges', 'postern transport');
+        changes made while it runs are applied to the running tor without a restart (also on SIGHUP).
         """,
         options: [
             .value("socks", "[HOST:]PORT", "SOCKS5 listener, loopback only (default 127.0.0.1:39050)"),
             .value("data-dir", "DIR", "tor's data directory (default: <state dir>/tor)"),
-            .value("bridge", "LINE", repeatable: true, "use this vanilla bridge line (for this run only)"),
+            .value("bridge", "LINE", repeatable: true, "use this bridge line for this run only (instead of the stored ones)"),
+            .value("transport", "NAME", "route for this run only: auto, direct or a transport name (default: the stored setting)"),
             .value("tor-options-file", "FILE", "extra tor options, one 'Key value' a line (private test networks)"),
             .value("stall-timeout", "SECONDS", "bootstrap deadline before a stall is reported (default 75)"),
             .flag("json", "print each status change as a JSON line instead of a progress bar"),
@@ -32,10 +35,13 @@ final class RunSession: Sendable {
         guard arguments.positionals.isEmpty else {
             throw invocation.usageError("unexpected argument '\(arguments.positionals[0])'")
         }
-        let configuration = try makeConfiguration()
         let output = invocation.output
         let paths = invocation.paths
-        let route = configuration.options.contains { $0.key == "UseBridges" } ? "bridges" : "direct"
+        let settings = try SettingsSource(invocation)
+        var plan = try settings.plan()
+        let configuration = try makeConfiguration(plan: plan)
+        let route = plan.route
+        for note in plan.notes { output.print("note: \(note)") }
 
         let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
         let started = ContinuousClock.now
@@ -96,6 +102,33 @@ final class RunSession: Sendable {
             throw CommandFailure("tor did not start: \(error)")
         }
 
+        // Settings changed by another postern process (or SIGHUP) reach the running tor by SETCONF.
+        let hangups = SignalWaiter(signals: [SIGHUP])
+        let watcher = Task { [manager] in
+            var lastStamp = settings.storeStamp()
+            while !Task.isCancelled {
+                let hangup = await hangups.wait(upTo: .seconds(1))
+                let stamp = settings.storeStamp()
+                guard hangup || stamp != lastStamp else { continue }
+                lastStamp = stamp
+                do {
+                    let newPlan = try settings.plan()
+                    guard newPlan != plan else { continue }
+                    try await manager.reconfigure(newPlan.options, resetting: RoutePlan.managedKeys)
+                    plan = newPlan
+                    if !invocation.json {
+                        output.endStatus()
+                        output.print("settings changed: now \(newPlan.route); applied to the running tor without a restart")
+                        for note in newPlan.notes { output.print("note: \(note)") }
+                    }
+                } catch {
+                    output.endStatus()
+                    output.error("postern run: settings not applied: \(error)")
+                }
+            }
+        }
+        defer { watcher.cancel() }
+
         // Either a signal arrives or the core fails on its own.
         let failed = await withTaskGroup(of: Bool.self) { group in
             group.addTask { await stop.wait(); return false }
@@ -116,7 +149,7 @@ final class RunSession: Sendable {
         return failed ? 1 : 0
     }
 
-    private func makeConfiguration() throws -> TorConfiguration {
+    private func makeConfiguration(plan: RoutePlan) throws -> TorConfiguration {
         let arguments = invocation.arguments
         do {
             let socks = try arguments.value("socks").map { try SocksEndpoint(parsing: $0) } ?? .default
@@ -134,11 +167,7 @@ final class RunSession: Sendable {
                 }
                 options += try TorOption.parseLines(text)
             }
-            let bridges = arguments.all("bridge")
-            if !bridges.isEmpty {
-                options.append(try TorOption("UseBridges", "1"))
-                for line in bridges { options.append(try TorOption("Bridge", line)) }
-            }
+            options += plan.options
             let dataDirectory = arguments.value("data-dir").map { URL(fileURLWithPath: $0) } ?? invocation.paths.torDataDirectory
             return TorConfiguration(dataDirectory: dataDirectory, socks: socks, bootstrapDeadline: deadline, options: options)
         } catch let error as TorCoreError where error.kind == .usage {
@@ -201,5 +230,16 @@ final class SignalWaiter: Sendable {
 
     func wait() async {
         for await _ in stream { return }
+    }
+
+    /// Waits for a signal for at most `timeout`; true when one arrived.
+    func wait(upTo timeout: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await self.wait(); return true }
+            group.addTask { try? await Task.sleep(for: timeout); return false }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
     }
 }

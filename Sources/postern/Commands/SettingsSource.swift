@@ -1,0 +1,62 @@
+import BridgeConfig
+import Foundation
+import PosternCore
+
+/// The settings a run follows: the store, plus this run's `--bridge` and `--transport` overrides.
+struct SettingsSource: Sendable {
+    let store: BridgeStore
+    let overrideBridges: [BridgeLine]
+    let overrideTransport: TransportSelection?
+    let logging: LoggingPolicy
+
+    init(_ invocation: Invocation) throws {
+        logging = invocation.unsafeLogging ? .unsafe : .safe
+        do {
+            store = try BridgeStore(directory: invocation.arguments.value("config-dir"))
+        } catch {
+            throw CommandFailure(error.message)
+        }
+        var bridges: [BridgeLine] = []
+        for (index, text) in invocation.arguments.all("bridge").enumerated() {
+            do {
+                bridges.append(try BridgeLine.parse(text, logging: logging).line)
+            } catch {
+                throw invocation.usageError("--bridge #\(index + 1): \(error.message)")
+            }
+        }
+        overrideBridges = bridges
+        if let text = invocation.arguments.value("transport") {
+            do {
+                overrideTransport = try TransportSelection(validating: text)
+            } catch {
+                throw invocation.usageError("--transport: \(error.message)")
+            }
+        } else {
+            overrideTransport = nil
+        }
+    }
+
+    func load() throws -> BridgeConfiguration {
+        do { return try store.load() } catch { throw CommandFailure(error.message) }
+    }
+
+    func plan() throws -> RoutePlan {
+        let configuration = try load()
+        guard configuration.torEnabled else {
+            throw CommandFailure("Tor is turned off in the settings ('postern tor on' turns it back on); not starting")
+        }
+        let plan = try RoutePlan.make(configuration: configuration, overrideBridges: overrideBridges,
+                                      overrideTransport: overrideTransport, pluginPorts: [:])
+        if let missing = plan.transports.first {
+            throw CommandFailure("the \(missing) transport is not available in this build of postern")
+        }
+        return plan
+    }
+
+    /// Changes whenever the store file is replaced (its writes are atomic renames).
+    func storeStamp() -> String {
+        var info = stat()
+        guard stat(store.filePath, &info) == 0 else { return "absent" }
+        return "\(info.st_ino)-\(info.st_mtim.tv_sec)-\(info.st_mtim.tv_nsec)-\(info.st_size)"
+    }
+}
