@@ -22,10 +22,12 @@ let package = Package(
         // libsodium (Debian libsodium-dev) for the obfs4 primitives.
         .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
                        providers: [.apt(["libsodium-dev"])]),
+        // Linux epoll for the transports' socket event loop (not exported by Glibc).
+        .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
 
         .target(name: "BridgeConfig", path: "Sources/BridgeConfig",
                 resources: [.copy("Resources/builtin-bridges.json")]),
-        .target(name: "TransportBase", dependencies: ["BridgeConfig"], path: "Sources/Transports/Base"),
+        .target(name: "TransportBase", dependencies: ["BridgeConfig", "CEpoll"], path: "Sources/Transports/Base"),
         .target(name: "Obfs4Transport", dependencies: ["TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
         .target(name: "PosternCore", dependencies: ["CTor", "BridgeConfig", "TransportBase"],
