@@ -41,7 +41,9 @@ let package = Package(
 
         .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig"], path: "Tests/BridgeConfigTests",
                     resources: [.copy("Corpus")]),
-        .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig"],
+        // Real peers on loopback (obfs4proxy as a managed server, echo/sink servers) for tests and benchmarks.
+        .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Sources/TransportTestSupport"),
+        .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport"],
                     path: "Tests/TransportTests"),
         .testTarget(name: "CoreTests", dependencies: ["PosternCore"], path: "Tests/CoreTests"),
         .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport"],

@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+import TransportBase
+import TransportTestSupport
+@testable import Obfs4Transport
+
+/// Against Debian's obfs4proxy as a managed server, on 127.0.0.1 only.
+/// POSTERN_OBFS4_INTEROP_BYTES overrides the transfer size (the acceptance run uses 52428800).
+@Suite(.serialized) struct Obfs4InteropTests {
+    static func transferSize(iatMode: Int) -> Int {
+        if let text = ProcessInfo.processInfo.environment["POSTERN_OBFS4_INTEROP_BYTES"], let size = Int(text) { return size }
+        // IAT modes sleep up to 10 ms per ≤1448-byte write on both ends, so they get a smaller default.
+        return iatMode == 0 ? 4 << 20 : 512 << 10
+    }
+
+    @Test(arguments: [0, 1, 2])
+    func bytesRoundTripThroughObfs4proxy(iatMode: Int) async throws {
+        let echo = try LoopbackPeer(.echo)
+        defer { echo.stop() }
+        let server = try await Obfs4ProxyServer(orPort: echo.port, iatMode: iatMode)
+        defer { server.stop() }
+
+        let configuration = try Obfs4BridgeConfiguration(arguments: server.arguments)
+        #expect(configuration.iatMode.rawValue == iatMode)
+        // The cert we re-encode is the one obfs4proxy printed.
+        #expect(configuration.certArgument == server.arguments["cert"])
+
+        let transport = Obfs4Transport(handshakeTimeout: .seconds(20))
+        let connection = try await transport.dial(server.endpoint, configuration: configuration, events: .discard)
+        defer { connection.close() }
+
+        let size = Self.transferSize(iatMode: iatMode)
+        let payload = Sodium.randomBytes(size)
+        let started = ContinuousClock.now
+        async let sending: Void = {
+            var offset = 0
+            while offset < payload.count {
+                let end = min(offset + 65536, payload.count)
+                try await connection.write(Array(payload[offset..<end]))
+                offset = end
+            }
+        }()
+        var received: [UInt8] = []
+        received.reserveCapacity(size)
+        while received.count < size {
+            let chunk = try await connection.read(maximumCount: 65536)
+            if chunk.isEmpty { break }
+            received += chunk
+        }
+        try await sending
+        let elapsed = ContinuousClock.now - started
+        #expect(received.count == size)
+        #expect(received == payload)
+        print("interop iat-mode=\(iatMode): \(size) bytes each way in \(elapsed)")
+    }
+}
