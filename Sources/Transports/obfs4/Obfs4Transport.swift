@@ -37,7 +37,7 @@ public struct Obfs4Transport: PluggableTransport {
         } catch let error as TransportError where error.code == .obfs4AuthMismatch
             && retryForOldBridges && firstKey.representative[31] & 0x40 != 0 {
             events.emit(TransportEvent(kind: .retrying, severity: .notice, transport: name,
-                                       message: "ntor AUTH mismatch; retrying once with representative bit 254 cleared (obfs4proxy ≤ 0.0.11 bridge)"))
+                                       message: "ntor AUTH mismatch; retrying once with representative bit 254 cleared (obfs4proxy <= 0.0.11 bridge)"))
             let retryKey = try RepresentableKeyPair.generate(clearTweakBit254: true)
             return try await attempt(endpoint, configuration: configuration, keyPair: retryKey, events: events)
         } catch {
