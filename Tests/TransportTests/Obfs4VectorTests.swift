@@ -119,8 +119,15 @@ private enum VectorA {
             #expect(try Sodium.x25519(scalar: peer, point: pair.publicKey) == Sodium.x25519(scalar: peer, point: clean))
         }
         #expect(topBits.count > 1)
-        let retryKey = try RepresentableKeyPair.generate(clearTweakBit254: true)
-        #expect(retryKey.representative[31] & 0x40 == 0)
+        // The old-bridge retry clears bit 254 (0x40 of the last byte) and keeps bit 255 random.
+        var bit255 = Set<UInt8>()
+        for _ in 0..<16 {
+            let retryKey = try RepresentableKeyPair.generate(clearTweakBit254: true)
+            #expect(retryKey.representative[31] & 0x40 == 0)
+            #expect(Elligator2.decode(representative: retryKey.representative, clearingBit254: false) == retryKey.publicKey)
+            bit255.insert(retryKey.representative[31] & 0x80)
+        }
+        #expect(bit255.count == 2)
     }
 }
 

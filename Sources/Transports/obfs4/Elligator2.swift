@@ -6,10 +6,12 @@ import TransportBase
 enum Elligator2 {
     /// Representative → Montgomery u (spec §3.2 "Decode"). Clears both top bits, as obfs4proxy ≥
     /// 0.0.12 and lyrebird do.
-    static func decode(representative: [UInt8]) -> [UInt8] {
+    /// `clearingBit254: false` reproduces obfs4proxy ≤ 0.0.11, which cleared only bit 255 (tests use
+    /// it to model such a bridge).
+    static func decode(representative: [UInt8], clearingBit254: Bool = true) -> [UInt8] {
         precondition(representative.count == 32)
         var masked = representative
-        masked[31] &= 0x3F
+        masked[31] &= clearingBit254 ? 0x3F : 0x7F
         let r = FieldElement(bytes: masked)
         let a = FieldElement.montgomeryA
         let denominator = FieldElement.one + (r.squared() + r.squared())   // 1 + 2r², never 0
@@ -72,7 +74,9 @@ struct RepresentableKeyPair: Sendable {
         let digest = Sodium.sha512(seed)
         let secretKey = Array(digest[0..<32])
         var tweak = digest[63]
-        if clearTweakBit254 { tweak &= 0x7F }
+        // Bit 254 of the representative is bit 6 of its last byte (0x40). The spec's "tweak &= 0x7F"
+        // would clear bit 255 instead, which old bridges already ignore.
+        if clearTweakBit254 { tweak &= 0xBF }
         let publicKey = try dirtyPublicKey(secretKey: secretKey)
         guard let representative = Elligator2.representative(u: publicKey, tweak: tweak) else { return nil }
         return RepresentableKeyPair(secretKey: secretKey, publicKey: publicKey, representative: representative)
