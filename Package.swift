@@ -39,6 +39,11 @@ let package = Package(
                           dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport"],
                           path: "Sources/postern"),
 
+        // libFuzzer target over the obfs4 frame decoder (see Sources/Obfs4FrameFuzzer/main.swift).
+        .target(name: "CFuzzerEntry", path: "Sources/CFuzzerEntry"),
+        .executableTarget(name: "Obfs4FrameFuzzer", dependencies: ["CFuzzerEntry", "Obfs4Transport"],
+                          path: "Sources/Obfs4FrameFuzzer"),
+
         .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig"], path: "Tests/BridgeConfigTests",
                     resources: [.copy("Corpus")]),
         // Real peers on loopback (obfs4proxy as a managed server, echo/sink servers) for tests and benchmarks.

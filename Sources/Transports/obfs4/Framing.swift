@@ -90,6 +90,22 @@ struct FrameEncoder: Sendable {
         for byte in payload { packet[index] = byte; index += 1 }
         for padding in index..<packetLength { packet[padding] = 0 }
 
+        try sealPacket(packetLength: packetLength, to: &output)
+    }
+
+    /// Seals arbitrary packet bytes (possibly malformed) as one frame; used by the fuzz harness.
+    mutating func appendRawPacket(_ bytes: ArraySlice<UInt8>, to output: inout [UInt8]) throws(TransportError) {
+        precondition(bytes.count <= Obfs4Framing.maximumPacketLength, "packet too long")
+        guard counter != 0 else {
+            throw TransportError(code: .obfs4CounterExhausted, kind: .protocolViolation, message: "frame counter exhausted")
+        }
+        var index = 0
+        for byte in bytes { packet[index] = byte; index += 1 }
+        try sealPacket(packetLength: bytes.count, to: &output)
+    }
+
+    /// Seals `packet[0..<packetLength]` and appends length | box.
+    private mutating func sealPacket(packetLength: Int, to output: inout [UInt8]) throws(TransportError) {
         let nonce = makeNonce(prefix: keys.noncePrefix, counter: counter)
         counter &+= 1
         let boxLength = packetLength + Obfs4Framing.tagLength
