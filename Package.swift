@@ -44,6 +44,10 @@ let package = Package(
         .executableTarget(name: "Obfs4FrameFuzzer", dependencies: ["CFuzzerEntry", "Obfs4Transport"],
                           path: "Sources/Obfs4FrameFuzzer"),
 
+        // Benchmarks against real peers: `swift run -c release postern-bench obfs4`.
+        .executableTarget(name: "postern-bench", dependencies: ["TransportBase", "Obfs4Transport", "TransportTestSupport"],
+                          path: "Sources/postern-bench"),
+
         .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig"], path: "Tests/BridgeConfigTests",
                     resources: [.copy("Corpus")]),
         // Real peers on loopback (obfs4proxy as a managed server, echo/sink servers) for tests and benchmarks.
