@@ -152,7 +152,7 @@ public final class LoopbackPeer: @unchecked Sendable {
         let listener = try LoopbackListener()
         self.listener = listener
         acceptTask = Task {
-            await withTaskGroup(of: Void.self) { group in
+            await withDiscardingTaskGroup { group in
                 while let connection = try? await listener.accept() {
                     group.addTask {
                         do {

@@ -15,6 +15,9 @@ import TransportTestSupport
 
     @Test(arguments: [0, 1, 2])
     func bytesRoundTripThroughObfs4proxy(iatMode: Int) async throws {
+        // POSTERN_OBFS4_INTEROP_MODES=2 runs only the listed modes (for long acceptance-size runs).
+        if let modes = ProcessInfo.processInfo.environment["POSTERN_OBFS4_INTEROP_MODES"],
+           !modes.split(separator: ",").contains(Substring(String(iatMode))) { return }
         let echo = try LoopbackPeer(.echo)
         defer { echo.stop() }
         let server = try await Obfs4ProxyServer(orPort: echo.port, iatMode: iatMode)
@@ -52,5 +55,38 @@ import TransportTestSupport
         #expect(received.count == size)
         #expect(received == payload)
         print("interop iat-mode=\(iatMode): \(size) bytes each way in \(elapsed)")
+    }
+}
+
+@Suite struct ConcurrentStreamTests {
+    /// 200 simultaneous bridge connections through one in-process listener, as tor may open them.
+    @Test func twoHundredConcurrentStreamsThroughTheSocksListener() async throws {
+        let echo = try LoopbackPeer(.echo)
+        defer { echo.stop() }
+        let bridge = try await Obfs4ProxyServer(orPort: echo.port, iatMode: 0)
+        defer { bridge.stop() }
+        let listener = try PTSocksServer(transport: Obfs4Transport(handshakeTimeout: .seconds(30)))
+        defer { listener.stop() }
+        let arguments = bridge.arguments.description
+        let streams = 200
+        let perStream = 32 * 1024
+
+        let matched = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<streams {
+                group.addTask {
+                    var client = try await RawSocksClient.connect(to: listener.endpoint)
+                    defer { client.socket.close() }
+                    let (auth, reply) = try await client.open(arguments: arguments, target: bridge.endpoint)
+                    guard auth == [1, 0], reply == 0 else { return false }
+                    let payload = (0..<perStream).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }
+                    try await client.socket.write(payload)
+                    return try await client.read(perStream) == payload
+                }
+            }
+            var count = 0
+            for try await ok in group where ok { count += 1 }
+            return count
+        }
+        #expect(matched == streams)
     }
 }
