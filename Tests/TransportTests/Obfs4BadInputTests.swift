@@ -251,6 +251,25 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
         await #expect(throws: TransportError.self) { _ = try await connection.read(maximumCount: 4096) }
     }
 
+    @Test func theSocksListenerLogsWhyARelayEnded() async throws {
+        let server = try ModelObfs4Server(then: .badTag)
+        defer { server.stop() }
+        let logged = Mutex<[TransportEvent]>([])
+        let listener = try PTSocksServer(transport: Obfs4Transport(handshakeTimeout: .seconds(5)),
+                                         events: TransportEventSink { event in logged.withLock { $0.append(event) } })
+        defer { listener.stop() }
+        var client = try await RawSocksClient.connect(to: listener.endpoint)
+        let (auth, reply) = try await client.open(arguments: server.configuration.arguments.description, target: server.endpoint)
+        #expect(auth == [1, 0])
+        #expect(reply == 0)
+        // The forged frame ends the relay: the client sees the connection close, the log says why.
+        #expect(try await client.read(1).isEmpty)
+        try await Task.sleep(for: .milliseconds(100))
+        let reasons = logged.withLock { $0 }.filter { $0.kind == .connectionClosed }.map(\.message)
+        #expect(reasons.contains { $0.contains("obfs4-frame-authentication-failed") }, "\(reasons)")
+        #expect(!reasons.joined().contains(server.configuration.certArgument), "no cert in logs")
+    }
+
     @Test func oldBridgesAreReachedByRetryingWithBit254Cleared() async throws {
         let server = try ModelObfs4Server(oldBridge: true, then: .echo)
         defer { server.stop() }

@@ -130,8 +130,13 @@ struct SocksSession {
             remote.close()
             return
         }
-        await Self.relay(client: client, remote: remote)
-        events.emit(TransportEvent(kind: .connectionClosed, severity: .debug, transport: transport.name, message: "connection closed"))
+        if let failure = await Self.relay(client: client, remote: remote),
+           let error = failure as? TransportError, error.kind != .cancelled {
+            events.emit(TransportEvent(kind: .connectionClosed, severity: .warning, transport: transport.name,
+                                       message: "connection ended: \(error)"))
+        } else {
+            events.emit(TransportEvent(kind: .connectionClosed, severity: .debug, transport: transport.name, message: "connection closed"))
+        }
     }
 
     /// Greeting, RFC 1929 arguments, CONNECT. Returns the validated dial, the target and any bytes
@@ -223,35 +228,42 @@ struct SocksSession {
         [5, code.rawValue, 0, 1, 0, 0, 0, 0, 0, 0]
     }
 
-    /// Copies both ways. End of stream is passed on as a half-close; an error ends both directions.
-    static func relay(client: TCPSocket, remote: any TransportConnection) async {
-        await withTaskGroup(of: Void.self) { group in
+    /// Copies both ways. End of stream is passed on as a half-close; an error ends both directions
+    /// and is returned (the first one seen) so the session can log why the connection ended.
+    static func relay(client: TCPSocket, remote: any TransportConnection) async -> Error? {
+        let failure = await withTaskGroup(of: Error?.self) { group -> Error? in
             group.addTask {
                 do {
                     while true {
                         let bytes = try await client.read(maximumCount: 65536)
-                        if bytes.isEmpty { await remote.closeWrite(); return }
+                        if bytes.isEmpty { await remote.closeWrite(); return nil }
                         try await remote.write(bytes)
                     }
                 } catch {
                     remote.close()
                     client.close()
+                    return error
                 }
             }
             group.addTask {
                 do {
                     while true {
                         let bytes = try await remote.read(maximumCount: 65536)
-                        if bytes.isEmpty { await client.closeWrite(); return }
+                        if bytes.isEmpty { await client.closeWrite(); return nil }
                         try await client.write(bytes)
                     }
                 } catch {
                     remote.close()
                     client.close()
+                    return error
                 }
             }
+            var first: Error?
+            for await result in group where first == nil { first = result }
+            return first
         }
         remote.close()
         client.close()
+        return failure
     }
 }
