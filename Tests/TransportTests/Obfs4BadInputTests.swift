@@ -141,7 +141,7 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
                                _ configuration: Obfs4BridgeConfiguration, code: TransportError.Code,
                                sourceLocation: SourceLocation = #_sourceLocation) async {
     do {
-        let connection = try await transport.dial(endpoint, configuration: configuration, events: .discard)
+        let connection = try await transport.dial(endpoint, configuration: configuration, context: DialContext())
         connection.close()
         Issue.record("dial unexpectedly succeeded", sourceLocation: sourceLocation)
     } catch let error as TransportError {
@@ -233,7 +233,7 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
     func badFramesEndTheConnectionWithATypedError(behaviour: ModelObfs4Server.AfterHandshake) async throws {
         let server = try ModelObfs4Server(then: behaviour)
         defer { server.stop() }
-        let connection = try await Obfs4Transport(handshakeTimeout: .seconds(5)).dial(server.endpoint, configuration: server.configuration, events: .discard)
+        let connection = try await Obfs4Transport(handshakeTimeout: .seconds(5)).dial(server.endpoint, configuration: server.configuration, context: DialContext())
         defer { connection.close() }
         let expected: TransportError.Code = switch behaviour {
         case .truncatedFrame: .obfs4TruncatedFrame
@@ -276,7 +276,7 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
         let retries = Mutex(0)
         let events = TransportEventSink { event in if event.kind == .retrying { retries.withLock { $0 += 1 } } }
         for _ in 0..<12 {
-            let connection = try await Obfs4Transport(handshakeTimeout: .seconds(5)).dial(server.endpoint, configuration: server.configuration, events: events)
+            let connection = try await Obfs4Transport(handshakeTimeout: .seconds(5)).dial(server.endpoint, configuration: server.configuration, context: DialContext(events: events))
             try await connection.write(Array("ping".utf8))
             #expect(try await connection.read(maximumCount: 64) == Array("ping".utf8))
             connection.close()
@@ -290,7 +290,7 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
         for _ in 0..<12 {
             do {
                 let connection = try await Obfs4Transport(handshakeTimeout: .seconds(5), retryForOldBridges: false)
-                    .dial(server.endpoint, configuration: server.configuration, events: .discard)
+                    .dial(server.endpoint, configuration: server.configuration, context: DialContext())
                 connection.close()
             } catch let error as TransportError where error.code == .obfs4AuthMismatch {
                 mismatches += 1
@@ -308,7 +308,7 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
         let relay = try CorruptingRelay(to: bridge.endpoint, flipServerByteAt: 40_000)
         defer { relay.stop() }
         let connection = try await Obfs4Transport(handshakeTimeout: .seconds(10))
-            .dial(relay.endpoint, configuration: try Obfs4BridgeConfiguration(arguments: bridge.arguments), events: .discard)
+            .dial(relay.endpoint, configuration: try Obfs4BridgeConfiguration(arguments: bridge.arguments), context: DialContext())
         defer { connection.close() }
         let payload = Sodium.randomBytes(200_000)
         Task { try? await connection.write(payload) }

@@ -29,7 +29,7 @@ import TransportTestSupport
         #expect(configuration.certArgument == server.arguments["cert"])
 
         let transport = Obfs4Transport(handshakeTimeout: .seconds(20))
-        let connection = try await transport.dial(server.endpoint, configuration: configuration, events: .discard)
+        let connection = try await transport.dial(server.endpoint, configuration: configuration, context: DialContext())
         defer { connection.close() }
 
         let size = Self.transferSize(iatMode: iatMode)

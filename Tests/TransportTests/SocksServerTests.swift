@@ -20,8 +20,8 @@ final class RecordingPlainTransport: PluggableTransport, @unchecked Sendable {
         return arguments
     }
 
-    func dial(_ endpoint: TransportEndpoint, configuration: TransportArguments, events: TransportEventSink) async throws -> any TransportConnection {
-        try await TCPSocket.connect(to: endpoint, timeout: .seconds(5))
+    func dial(_ endpoint: TransportEndpoint, configuration: TransportArguments, context: DialContext) async throws -> any TransportConnection {
+        try await context.dialer.connect(to: endpoint, timeout: .seconds(5))
     }
 }
 

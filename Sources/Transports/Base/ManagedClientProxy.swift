@@ -30,7 +30,8 @@ public struct ManagedProxyOutput: Sendable {
 
 /// pt-spec 1.0, client side, as a managed proxy: tor starts us with
 /// `ClientTransportPlugin obfs4 exec postern pt-client`, configures us through the environment and
-/// reads our answers on stdout.
+/// reads our answers on stdout. An upstream proxy in `TOR_PT_PROXY` (socks5 only) is used for every
+/// outgoing connection and acknowledged with `PROXY DONE`; anything else gets `PROXY-ERROR`.
 public enum ManagedClientProxy {
     public static let implementationName = "postern"
     public static let implementationVersion = "0.1"
@@ -67,9 +68,15 @@ public enum ManagedClientProxy {
             }
         }
         output.line("VERSION 1")
-        if value("TOR_PT_PROXY") != nil {
-            output.line("PROXY-ERROR an upstream proxy (TOR_PT_PROXY) is not supported")
-            return 1
+        var dialer = OutboundDialer.direct
+        if let proxyURI = value("TOR_PT_PROXY") {
+            do {
+                dialer = .through(try UpstreamProxy(parsing: proxyURI))
+                output.line("PROXY DONE")
+            } catch {
+                output.line("PROXY-ERROR \(sanitized(error.message))")
+                return 1
+            }
         }
         output.line("STATUS TYPE=version IMPLEMENTATION=\(quoted(implementationName)) VERSION=\(quoted(implementationVersion))")
 
@@ -83,7 +90,7 @@ public enum ManagedClientProxy {
             guard let name = TransportName(String(word)), let transport = registry.transport(named: name),
                   started.insert(name).inserted else { continue }
             do {
-                let server = try PTSocksServer(transport: transport, events: events)
+                let server = try PTSocksServer(transport: transport, events: events, dialer: dialer)
                 servers.append(server)
                 output.line("CMETHOD \(name) socks5 127.0.0.1:\(server.port)")
             } catch {

@@ -16,8 +16,9 @@ public final class PTSocksServer: Sendable {
 
     /// Binds 127.0.0.1:`port` (0 = a free port) and starts accepting.
     /// `negotiationTimeout` bounds the SOCKS exchange before CONNECT (not the transport's dial).
+    /// `dialer` is how the transport reaches bridges (directly, or through tor's upstream proxy).
     public init(transport: any PluggableTransport, port: UInt16 = 0, events: TransportEventSink = .discard,
-                negotiationTimeout: Duration = .seconds(30)) throws(TransportError) {
+                dialer: OutboundDialer = .direct, negotiationTimeout: Duration = .seconds(30)) throws(TransportError) {
         let listener = try LoopbackListener(port: port)
         self.listener = listener
         self.transportName = transport.name
@@ -26,7 +27,7 @@ public final class PTSocksServer: Sendable {
                 while !Task.isCancelled {
                     guard let client = try? await listener.accept() else { break }
                     group.addTask {
-                        await SocksSession(client: client, transport: transport, events: events,
+                        await SocksSession(client: client, transport: transport, context: DialContext(events: events, dialer: dialer),
                                            negotiationTimeout: negotiationTimeout).run()
                     }
                 }
@@ -90,8 +91,9 @@ struct BufferedReader {
 struct SocksSession {
     let client: TCPSocket
     let transport: any PluggableTransport
-    let events: TransportEventSink
+    let context: DialContext
     let negotiationTimeout: Duration
+    var events: TransportEventSink { context.events }
 
     private func reject(_ message: String) {
         events.emit(TransportEvent(kind: .clientRejected, severity: .warning, transport: transport.name, message: message))
@@ -118,7 +120,7 @@ struct SocksSession {
         let (prepared, target, early) = negotiated
         let remote: any TransportConnection
         do {
-            remote = try await prepared.dial(target, events: events)
+            remote = try await prepared.dial(target, context: context)
         } catch {
             try? await client.write(Self.reply(SocksReply(for: error)))
             return

@@ -54,6 +54,17 @@ public struct TransportEventSink: Sendable {
     public func emit(_ event: TransportEvent) { handler(event) }
 }
 
+/// What a dial needs besides the bridge: where to report events and how to open TCP connections.
+public struct DialContext: Sendable {
+    public var events: TransportEventSink
+    public var dialer: OutboundDialer
+
+    public init(events: TransportEventSink = .discard, dialer: OutboundDialer = .direct) {
+        self.events = events
+        self.dialer = dialer
+    }
+}
+
 /// A pluggable transport: validated per-bridge arguments in, an obfuscated byte stream out.
 public protocol PluggableTransport: Sendable {
     /// The validated, typed form of one bridge's arguments.
@@ -66,19 +77,19 @@ public protocol PluggableTransport: Sendable {
     func configuration(from arguments: TransportArguments) throws(TransportError) -> Configuration
 
     /// Connects to `endpoint` and completes the transport's handshake.
-    func dial(_ endpoint: TransportEndpoint, configuration: Configuration, events: TransportEventSink) async throws -> any TransportConnection
+    func dial(_ endpoint: TransportEndpoint, configuration: Configuration, context: DialContext) async throws -> any TransportConnection
 }
 
 /// A dial whose arguments have already been validated.
 public struct PreparedDial: Sendable {
     public let transport: TransportName
-    private let body: @Sendable (TransportEndpoint, TransportEventSink) async throws -> any TransportConnection
+    private let body: @Sendable (TransportEndpoint, DialContext) async throws -> any TransportConnection
 
-    public func dial(_ endpoint: TransportEndpoint, events: TransportEventSink) async throws -> any TransportConnection {
-        try await body(endpoint, events)
+    public func dial(_ endpoint: TransportEndpoint, context: DialContext) async throws -> any TransportConnection {
+        try await body(endpoint, context)
     }
 
-    init(transport: TransportName, body: @escaping @Sendable (TransportEndpoint, TransportEventSink) async throws -> any TransportConnection) {
+    init(transport: TransportName, body: @escaping @Sendable (TransportEndpoint, DialContext) async throws -> any TransportConnection) {
         self.transport = transport
         self.body = body
     }
@@ -88,8 +99,8 @@ extension PluggableTransport {
     /// Validates `arguments` now and returns a dial that can run later.
     public func prepareDial(arguments: TransportArguments) throws(TransportError) -> PreparedDial {
         let configuration = try self.configuration(from: arguments)
-        return PreparedDial(transport: name) { endpoint, events in
-            try await self.dial(endpoint, configuration: configuration, events: events)
+        return PreparedDial(transport: name) { endpoint, context in
+            try await self.dial(endpoint, configuration: configuration, context: context)
         }
     }
 }

@@ -28,18 +28,19 @@ public struct Obfs4Transport: PluggableTransport {
     }
 
     public func dial(_ endpoint: TransportEndpoint, configuration: Obfs4BridgeConfiguration,
-                     events: TransportEventSink) async throws -> any TransportConnection {
+                     context: DialContext) async throws -> any TransportConnection {
+        let events = context.events
         events.emit(TransportEvent(kind: .dialStarted, severity: .debug, transport: name, message: "connecting"))
         // Keys are made before connecting so the number of Elligator2 retries is not visible in timing.
         let firstKey = try RepresentableKeyPair.generate()
         do {
-            return try await attempt(endpoint, configuration: configuration, keyPair: firstKey, events: events)
+            return try await attempt(endpoint, configuration: configuration, keyPair: firstKey, context: context)
         } catch let error as TransportError where error.code == .obfs4AuthMismatch
             && retryForOldBridges && firstKey.representative[31] & 0x40 != 0 {
             events.emit(TransportEvent(kind: .retrying, severity: .notice, transport: name,
                                        message: "ntor AUTH mismatch; retrying once with representative bit 254 cleared (obfs4proxy <= 0.0.11 bridge)"))
             let retryKey = try RepresentableKeyPair.generate(clearTweakBit254: true)
-            return try await attempt(endpoint, configuration: configuration, keyPair: retryKey, events: events)
+            return try await attempt(endpoint, configuration: configuration, keyPair: retryKey, context: context)
         } catch {
             let reason = (error as? TransportError)?.description ?? "unexpected error"
             events.emit(TransportEvent(kind: .dialFailed, severity: .warning, transport: name, message: reason))
@@ -48,11 +49,12 @@ public struct Obfs4Transport: PluggableTransport {
     }
 
     private func attempt(_ endpoint: TransportEndpoint, configuration: Obfs4BridgeConfiguration,
-                         keyPair: RepresentableKeyPair, events: TransportEventSink) async throws -> Obfs4Connection {
+                         keyPair: RepresentableKeyPair, context: DialContext) async throws -> Obfs4Connection {
+        let events = context.events
         let handshake = ClientHandshake.random(identity: configuration.identity, keyPair: keyPair,
                                                now: Date().timeIntervalSince1970)
         let started = ContinuousClock.now
-        let socket = try await TCPSocket.connect(to: endpoint, timeout: connectTimeout)
+        let socket = try await context.dialer.connect(to: endpoint, timeout: connectTimeout)
         let timeout = handshakeTimeout
         do {
             let outcome = try await withTimeout(timeout, expired: {
