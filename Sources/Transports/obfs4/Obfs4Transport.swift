@@ -31,8 +31,9 @@ public struct Obfs4Transport: PluggableTransport {
                      context: DialContext) async throws -> any TransportConnection {
         let events = context.events
         events.emit(TransportEvent(kind: .dialStarted, severity: .debug, transport: name, message: "connecting"))
-        // Keys are made before connecting so the number of Elligator2 retries is not visible in timing.
-        let firstKey = try RepresentableKeyPair.generate()
+        // Keys are made before connecting (ahead of time, in fact) so the number of Elligator2 retries
+        // is not visible in the handshake's timing.
+        let firstKey = try EphemeralKeyCache.shared.take()
         do {
             return try await attempt(endpoint, configuration: configuration, keyPair: firstKey, context: context)
         } catch let error as TransportError where error.code == .obfs4AuthMismatch
