@@ -46,7 +46,6 @@ final class ModelObfs4Server: @unchecked Sendable {
     private func serve(_ socket: TCPSocket, oldBridge: Bool, behaviour: AfterHandshake) async throws {
         var buffer: [UInt8] = []
         var epochHour: [UInt8] = []
-        var clientMarkEnd = 0
         search: while true {
             let chunk = try await socket.read(maximumCount: 16384)
             if chunk.isEmpty { return }
@@ -59,13 +58,11 @@ final class ModelObfs4Server: @unchecked Sendable {
                 let e = Array(String(candidate).utf8)
                 if hmac128(Array(buffer[0..<(buffer.count - 16)]), e) == Array(buffer[(buffer.count - 16)...]) {
                     epochHour = e
-                    clientMarkEnd = buffer.count
                     break search
                 }
             }
             return   // a MAC that matches no hour: a real server would go silent
         }
-        _ = clientMarkEnd
         let clientPublic = Elligator2.decode(representative: Array(buffer[0..<32]), clearingBit254: !oldBridge)
         let ephemeral = try RepresentableKeyPair.generate()
         let ntor = try Obfs4Ntor.server(serverSecret: ephemeral.secretKey, serverPublic: ephemeral.publicKey,
