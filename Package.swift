@@ -22,10 +22,12 @@ let package = Package(
         // libsodium (Debian libsodium-dev) for the obfs4 primitives.
         .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
                        providers: [.apt(["libsodium-dev"])]),
+        // Linux epoll for the transports' socket event loop (not exported by Glibc).
+        .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
 
         .target(name: "BridgeConfig", path: "Sources/BridgeConfig",
                 resources: [.copy("Resources/builtin-bridges.json")]),
-        .target(name: "TransportBase", dependencies: ["BridgeConfig"], path: "Sources/Transports/Base"),
+        .target(name: "TransportBase", dependencies: ["BridgeConfig", "CEpoll"], path: "Sources/Transports/Base"),
         .target(name: "Obfs4Transport", dependencies: ["TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
         .target(name: "PosternCore", dependencies: ["CTor", "BridgeConfig", "TransportBase"],
@@ -44,7 +46,17 @@ let package = Package(
         .target(name: "BridgeParserFuzzerEntry", path: "Fuzz/BridgeParserEntry"),
         .executableTarget(name: "BridgeParserFuzzer", dependencies: ["BridgeConfig", "BridgeParserFuzzerEntry"],
                           path: "Fuzz/BridgeParser", swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
-        .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig"],
+        // libFuzzer target over the obfs4 frame decoder (see Sources/Obfs4FrameFuzzer/main.swift).
+        .target(name: "CFuzzerEntry", path: "Sources/CFuzzerEntry"),
+        .executableTarget(name: "Obfs4FrameFuzzer", dependencies: ["CFuzzerEntry", "Obfs4Transport"],
+                          path: "Sources/Obfs4FrameFuzzer"),
+
+        // Benchmarks against real peers: `swift run -c release postern-bench obfs4`.
+        .executableTarget(name: "postern-bench", dependencies: ["TransportBase", "Obfs4Transport", "TransportTestSupport"],
+                          path: "Sources/postern-bench"),
+        // Real peers on loopback (obfs4proxy as a managed server, echo/sink servers) for tests and benchmarks.
+        .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Sources/TransportTestSupport"),
+        .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport"],
                     path: "Tests/TransportTests"),
         .testTarget(name: "CoreTests", dependencies: ["PosternCore"], path: "Tests/CoreTests"),
         .testTarget(name: "CLITests", path: "Tests/CLITests"),

@@ -1,0 +1,204 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+enum SocketErrors {
+    static func fromErrno(_ code: Int32, operation: String) -> TransportError {
+        let reason = String(cString: strerror(code))
+        switch code {
+        case ECONNREFUSED:
+            return TransportError(code: .connectionRefused, kind: .network, message: "\(operation): \(reason)")
+        case ENETUNREACH:
+            return TransportError(code: .networkUnreachable, kind: .network, message: "\(operation): \(reason)")
+        case EHOSTUNREACH:
+            return TransportError(code: .hostUnreachable, kind: .network, message: "\(operation): \(reason)")
+        case ECONNRESET, EPIPE:
+            return TransportError(code: .connectionReset, kind: .network, message: "\(operation): \(reason)")
+        case ETIMEDOUT:
+            return TransportError(code: .timedOut, kind: .timeout, message: "\(operation): \(reason)")
+        default:
+            return TransportError(code: .socketFailure, kind: .network, message: "\(operation): \(reason)")
+        }
+    }
+
+    static let closedLocally = TransportError(code: .connectionClosed, kind: .cancelled,
+                                              message: "the connection was closed locally")
+}
+
+/// A non-blocking TCP socket owned by exactly one object.
+///
+/// Reads and writes may run concurrently (one reader and one writer at a time). `abort` and `close`
+/// may be called from anywhere: they shut the socket down and wake pending operations, while the
+/// descriptor itself is released only in `deinit`, so a concurrent syscall can never hit a reused
+/// descriptor number.
+public final class TCPSocket: TransportConnection, @unchecked Sendable {
+    let descriptor: Int32
+    private let loop: IOEventLoop
+    /// Set once; every later operation throws it.
+    private let terminalError = Mutex<TransportError?>(nil)
+
+    /// Takes ownership of a non-blocking descriptor.
+    init(adopting descriptor: Int32, loop: IOEventLoop = .shared) throws(TransportError) {
+        self.descriptor = descriptor
+        self.loop = loop
+        do {
+            try loop.register(descriptor)
+        } catch {
+            Glibc.close(descriptor)
+            throw error
+        }
+    }
+
+    deinit {
+        loop.deregister(descriptor)
+        Glibc.close(descriptor)
+    }
+
+    /// Connects to `endpoint`; `timeout` bounds the TCP handshake.
+    public static func connect(to endpoint: TransportEndpoint, timeout: Duration = .seconds(30)) async throws -> TCPSocket {
+        let family = endpoint.isIPv6 ? AF_INET6 : AF_INET
+        let descriptor = Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { throw SocketErrors.fromErrno(errno, operation: "socket") }
+        let socket = try TCPSocket(adopting: descriptor)
+        var one: Int32 = 1
+        _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let result = endpoint.withSockAddr { address, length in Glibc.connect(descriptor, address, length) }
+        if result != 0 {
+            let code = errno
+            guard code == EINPROGRESS else { throw SocketErrors.fromErrno(code, operation: "connect") }
+            try await withTimeout(timeout, expired: {
+                socket.abort(with: TransportError(code: .timedOut, kind: .timeout, message: "connect timed out"))
+            }) {
+                try await socket.waitUntilConnected()
+            }
+        }
+        return socket
+    }
+
+    private func waitUntilConnected() async throws {
+        while true {
+            try throwIfTerminated()
+            var pending: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &pending, &length) == 0 else {
+                throw SocketErrors.fromErrno(errno, operation: "connect")
+            }
+            if pending != 0 && pending != EINPROGRESS { throw SocketErrors.fromErrno(pending, operation: "connect") }
+            // A connected socket has a peer; until then keep waiting for writability.
+            var storage = sockaddr_storage()
+            var storageLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let connected = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &storageLength) == 0 }
+            }
+            if connected { return }
+            await waitWritable()
+        }
+    }
+
+    /// Why the socket was aborted, if it was.
+    public var terminationReason: TransportError? { terminalError.withLock { $0 } }
+
+    private func throwIfTerminated() throws {
+        if let error = terminalError.withLock({ $0 }) { throw error }
+    }
+
+    private func waitReadable() async {
+        await withTaskCancellationHandler {
+            await loop.waitReadable(descriptor)
+        } onCancel: {
+            abort(with: TransportError(code: .cancelled, kind: .cancelled, message: "the operation was cancelled"))
+        }
+    }
+
+    private func waitWritable() async {
+        await withTaskCancellationHandler {
+            await loop.waitWritable(descriptor)
+        } onCancel: {
+            abort(with: TransportError(code: .cancelled, kind: .cancelled, message: "the operation was cancelled"))
+        }
+    }
+
+    /// Reads up to `buffer.count` bytes; returns 0 at end of stream.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) async throws -> Int {
+        while true {
+            try throwIfTerminated()
+            let count = Glibc.recv(descriptor, buffer.baseAddress, buffer.count, 0)
+            if count > 0 { return count }
+            if count == 0 { try throwIfTerminated(); return 0 }
+            let code = errno
+            if code == EAGAIN || code == EWOULDBLOCK { await waitReadable(); continue }
+            if code == EINTR { continue }
+            throw SocketErrors.fromErrno(code, operation: "recv")
+        }
+    }
+
+    public func read(maximumCount: Int) async throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: maximumCount)
+        var filled = 0
+        while true {
+            try throwIfTerminated()
+            let count = bytes.withUnsafeMutableBytes { Glibc.recv(descriptor, $0.baseAddress, maximumCount, 0) }
+            if count > 0 { filled = count; break }
+            if count == 0 { try throwIfTerminated(); break }
+            let code = errno
+            if code == EAGAIN || code == EWOULDBLOCK { await waitReadable(); continue }
+            if code == EINTR { continue }
+            throw SocketErrors.fromErrno(code, operation: "recv")
+        }
+        bytes.removeLast(maximumCount - filled)
+        return bytes
+    }
+
+    /// Writes every byte or throws.
+    public func write(_ bytes: [UInt8]) async throws {
+        var offset = 0
+        while offset < bytes.count {
+            try throwIfTerminated()
+            let count = bytes.withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if count >= 0 { offset += count; continue }
+            let code = errno
+            if code == EAGAIN || code == EWOULDBLOCK { await waitWritable(); continue }
+            if code == EINTR { continue }
+            throw SocketErrors.fromErrno(code, operation: "send")
+        }
+    }
+
+    /// Half-closes: the peer reads end of stream, reading continues.
+    public func closeWrite() async {
+        _ = Glibc.shutdown(descriptor, Int32(SHUT_WR))
+    }
+
+    /// Shuts the socket down; pending and later operations fail with `error`.
+    public func abort(with error: TransportError) {
+        let first = terminalError.withLock { current -> Bool in
+            if current == nil { current = error; return true }
+            return false
+        }
+        if first {
+            _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR))
+            loop.wakeAll(descriptor)
+        }
+    }
+
+    public func close() {
+        abort(with: SocketErrors.closedLocally)
+    }
+}
+
+/// Runs `operation`; if `timeout` passes first, calls `expired` (which must make the operation fail,
+/// typically by aborting its socket).
+public func withTimeout<T: Sendable>(
+    _ timeout: Duration,
+    expired: @escaping @Sendable () -> Void,
+    operation: () async throws -> T
+) async throws -> T {
+    let timer = Task {
+        try await Task.sleep(for: timeout)
+        expired()
+    }
+    defer { timer.cancel() }
+    return try await operation()
+}

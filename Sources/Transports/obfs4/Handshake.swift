@@ -1,0 +1,124 @@
+import TransportBase
+
+extension TransportError.Code {
+    public static let obfs4ServerMACMismatch = Self(rawValue: "obfs4-server-mac-mismatch")
+    public static let obfs4ServerMarkNotFound = Self(rawValue: "obfs4-server-mark-not-found")
+    public static let obfs4HandshakeTimeout = Self(rawValue: "obfs4-handshake-timeout")
+    public static let obfs4ServerClosed = Self(rawValue: "obfs4-server-closed-during-handshake")
+}
+
+/// A bridge's static identity: NODEID (20 random bytes, not the RSA fingerprint) and the X25519
+/// identity public key B.
+public struct Obfs4ServerIdentity: Sendable, Hashable {
+    public let nodeID: [UInt8]
+    public let publicKey: [UInt8]
+
+    public init(nodeID: [UInt8], publicKey: [UInt8]) throws(TransportError) {
+        guard nodeID.count == 20 else {
+            throw TransportError(code: .invalidArguments, kind: .invalidInput, message: "node-id: must be 20 bytes")
+        }
+        guard publicKey.count == 32 else {
+            throw TransportError(code: .invalidArguments, kind: .invalidInput, message: "public-key: must be 32 bytes")
+        }
+        self.nodeID = nodeID
+        self.publicKey = publicKey
+    }
+
+    /// The key for every mark and MAC: B | NODEID (B first).
+    var hmacKey: [UInt8] { publicKey + nodeID }
+}
+
+/// The client side of the obfs4 handshake (spec §4–§7) as a pure state machine: build the request,
+/// then feed it the bytes received so far until it yields session keys.
+struct ClientHandshake: Sendable {
+    static let maximumHandshakeLength = 8192
+    static let minimumClientPadding = 77     // (96 + 45) − 64; the written spec's 85 is also fine
+    static let maximumClientPadding = 8128   // 8192 − 64
+    static let markLength = 16
+    static let macLength = 16
+    static let representativeLength = 32
+    static let authLength = 32
+    static let serverMinimumLength = representativeLength + authLength + markLength + macLength  // 96
+
+    struct Outcome: Sendable {
+        /// 144 bytes: [0,72) client→server, [72,144) server→client.
+        let keyMaterial: [UInt8]
+        /// Bytes after MAC_S: the start of the framed stream (the inline seed frame first).
+        let remainder: [UInt8]
+    }
+
+    let identity: Obfs4ServerIdentity
+    let keyPair: RepresentableKeyPair
+    /// floor(unix time / 3600) in ASCII decimal; not sent, reused to check the server's MAC.
+    let epochHour: [UInt8]
+    let padding: [UInt8]
+
+    init(identity: Obfs4ServerIdentity, keyPair: RepresentableKeyPair, padding: [UInt8], epochHour: String) {
+        precondition(padding.count >= Self.minimumClientPadding && padding.count <= Self.maximumClientPadding)
+        self.identity = identity
+        self.keyPair = keyPair
+        self.padding = padding
+        self.epochHour = Array(epochHour.utf8)
+    }
+
+    /// Random padding length in [77, 8128] and the current epoch hour.
+    static func random(identity: Obfs4ServerIdentity, keyPair: RepresentableKeyPair, now: Double) -> ClientHandshake {
+        let length = minimumClientPadding + Int(Sodium.randomUniform(UInt32(maximumClientPadding - minimumClientPadding + 1)))
+        let hour = Int64((now / 3600).rounded(.down))
+        return ClientHandshake(identity: identity, keyPair: keyPair, padding: Sodium.randomBytes(length), epochHour: String(hour))
+    }
+
+    private func hmac128(_ parts: [UInt8]...) -> [UInt8] {
+        Array(Sodium.hmacSHA256(key: identity.hmacKey, parts: parts).prefix(16))
+    }
+
+    /// X' | P_C | M_C | MAC_C, sent with one write; nothing may follow until the server is verified.
+    func request() -> [UInt8] {
+        let mark = hmac128(keyPair.representative)
+        let mac = hmac128(keyPair.representative, padding, mark, epochHour)
+        return keyPair.representative + padding + mark + mac
+    }
+
+    /// Verifies the server's response. Returns nil while more bytes are needed.
+    func parseResponse(_ buffer: [UInt8]) throws(TransportError) -> Outcome? {
+        guard buffer.count >= Self.serverMinimumLength else { return nil }
+        let serverRepresentative = Array(buffer[0..<32])
+        let serverAuth = Array(buffer[32..<64])
+        let serverMark = hmac128(serverRepresentative)
+        let windowEnd = min(buffer.count, Self.maximumHandshakeLength)
+        let searchStart = Self.representativeLength + Self.authLength
+        guard let position = Self.firstIndex(of: serverMark, in: buffer, from: searchStart, to: windowEnd),
+              position + Self.markLength + Self.macLength <= windowEnd else {
+            if buffer.count >= Self.maximumHandshakeLength {
+                throw TransportError(code: .obfs4ServerMarkNotFound, kind: .protocolViolation,
+                                     message: "the server's handshake has no valid mark within 8192 bytes")
+            }
+            return nil
+        }
+        let expectedMAC = hmac128(Array(buffer[0..<position + Self.markLength]), epochHour)
+        let receivedMAC = buffer[(position + Self.markLength)..<(position + Self.markLength + Self.macLength)]
+        guard Sodium.constantTimeEqual(expectedMAC, receivedMAC) else {
+            throw TransportError(code: .obfs4ServerMACMismatch, kind: .protocolViolation,
+                                 message: "the server's handshake MAC does not verify")
+        }
+        let serverPublic = Elligator2.decode(representative: serverRepresentative)
+        let ntor = try Obfs4Ntor.client(clientSecret: keyPair.secretKey, clientPublic: keyPair.publicKey,
+                                        serverPublic: serverPublic, identityKey: identity.publicKey, nodeID: identity.nodeID)
+        guard Sodium.constantTimeEqual(ntor.auth, serverAuth) else {
+            throw TransportError(code: .obfs4AuthMismatch, kind: .protocolViolation,
+                                 message: "ntor AUTH mismatch (wrong cert, or a bridge that decodes representatives differently)")
+        }
+        return Outcome(keyMaterial: Obfs4Ntor.expand(keySeed: ntor.keySeed),
+                       remainder: Array(buffer[(position + Self.markLength + Self.macLength)...]))
+    }
+
+    static func firstIndex(of needle: [UInt8], in haystack: [UInt8], from start: Int, to end: Int) -> Int? {
+        guard end - start >= needle.count else { return nil }
+        var index = start
+        while index + needle.count <= end {
+            if haystack[index] == needle[0] && haystack[index..<index + needle.count].elementsEqual(needle) { return index }
+            index += 1
+        }
+        return nil
+    }
+}

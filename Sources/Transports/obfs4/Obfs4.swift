@@ -1,1 +1,0 @@
-// Placeholder; the obfs4 client lives here.

@@ -1,0 +1,188 @@
+import Synchronization
+import TransportBase
+
+/// An established obfs4 session over a TCP socket: frames what is written, unframes what is read.
+///
+/// One reader and one writer may run concurrently; the two directions share no mutable state
+/// except the length/IAT distributions, which the server's seed packet replaces.
+final class Obfs4Connection: TransportConnection, @unchecked Sendable {
+    private struct WriterState {
+        var encoder: FrameEncoder
+        var lengthDistribution: WeightedDistribution
+        var iatDistribution: WeightedDistribution
+    }
+
+    private struct ReaderState {
+        var decoder: FrameDecoder
+        var pending: [UInt8] = []
+        var pendingStart = 0
+    }
+
+    private static let headerLength = Obfs4Framing.frameOverhead + Obfs4Framing.packetHeaderLength  // 21
+    private static let maximumIATDelay = 100   // × 100 µs
+
+    private let socket: TCPSocket
+    private let iatMode: Obfs4IATMode
+    private let writer: Mutex<WriterState>
+    private let reader: Mutex<ReaderState>
+
+    init(socket: TCPSocket, keyMaterial: [UInt8], remainder: [UInt8], iatMode: Obfs4IATMode) {
+        precondition(keyMaterial.count == 144)
+        self.socket = socket
+        self.iatMode = iatMode
+        let seed = Sodium.randomBytes(Obfs4Framing.seedLength)
+        writer = Mutex(WriterState(
+            encoder: FrameEncoder(keys: DirectionKeys(keyMaterial: keyMaterial[0..<72])),
+            lengthDistribution: WeightedDistribution(seed: seed, minimum: 0, maximum: Obfs4Framing.maximumSegmentLength),
+            iatDistribution: WeightedDistribution(seed: Sodium.sha256(seed).prefix(24), minimum: 0, maximum: Self.maximumIATDelay)))
+        var decoder = FrameDecoder(keys: DirectionKeys(keyMaterial: keyMaterial[72..<144]))
+        decoder.append(remainder)
+        reader = Mutex(ReaderState(decoder: decoder))
+    }
+
+    // MARK: Reading
+
+    func read(maximumCount: Int) async throws -> [UInt8] {
+        precondition(maximumCount > 0)
+        while true {
+            var seeds: [[UInt8]] = []
+            let ready = try reader.withLock { state throws(TransportError) -> [UInt8] in
+                while let packet = try state.decoder.nextPacket() {
+                    switch packet.type {
+                    case Obfs4Framing.packetTypePayload:
+                        state.pending.append(contentsOf: packet.payload)
+                    case Obfs4Framing.packetTypePRNGSeed where packet.payload.count == Obfs4Framing.seedLength:
+                        seeds.append(packet.payload)
+                    default:
+                        break   // authenticated but unknown: ignore (spec §8.3)
+                    }
+                }
+                return Self.takePending(&state, maximumCount: maximumCount)
+            }
+            for seed in seeds { reseed(seed) }
+            if !ready.isEmpty { return ready }
+            let chunk = try await socket.read(maximumCount: 65536)
+            if chunk.isEmpty {
+                if reader.withLock({ $0.decoder.hasPartialFrame }) {
+                    throw TransportError(code: .obfs4TruncatedFrame, kind: .protocolViolation,
+                                         message: "the server closed the connection in the middle of a frame")
+                }
+                return []
+            }
+            reader.withLock { $0.decoder.append(chunk) }
+        }
+    }
+
+    private static func takePending(_ state: inout ReaderState, maximumCount: Int) -> [UInt8] {
+        let available = state.pending.count - state.pendingStart
+        if available == 0 { return [] }
+        if state.pendingStart == 0 && available <= maximumCount {
+            defer { state.pending = [] }
+            return state.pending
+        }
+        let count = min(available, maximumCount)
+        let out = Array(state.pending[state.pendingStart..<state.pendingStart + count])
+        state.pendingStart += count
+        if state.pendingStart == state.pending.count { state.pending = []; state.pendingStart = 0 }
+        return out
+    }
+
+    /// The server's seed packet replaces both distributions (spec §8.3).
+    private func reseed(_ seed: [UInt8]) {
+        let length = WeightedDistribution(seed: seed, minimum: 0, maximum: Obfs4Framing.maximumSegmentLength)
+        let iat = WeightedDistribution(seed: Sodium.sha256(seed).prefix(24), minimum: 0, maximum: Self.maximumIATDelay)
+        writer.withLock {
+            $0.lengthDistribution = length
+            $0.iatDistribution = iat
+        }
+    }
+
+    // MARK: Writing
+
+    func write(_ bytes: [UInt8]) async throws {
+        if bytes.isEmpty { return }
+        switch iatMode {
+        case .none:
+            let burst = try writer.withLock { state throws(TransportError) -> [UInt8] in
+                var burst = try Self.frames(for: bytes, state: &state)
+                try Self.padBurst(&burst, target: state.lengthDistribution.sample(), state: &state)
+                return burst
+            }
+            try await socket.write(burst)
+        case .enabled:
+            let burst = try writer.withLock { state throws(TransportError) -> [UInt8] in
+                var burst = try Self.frames(for: bytes, state: &state)
+                try Self.padBurst(&burst, target: state.lengthDistribution.sample(), state: &state)
+                return burst
+            }
+            var offset = 0
+            while offset < burst.count {
+                let end = min(offset + Obfs4Framing.maximumSegmentLength, burst.count)
+                try await socket.write(Array(burst[offset..<end]))
+                offset = end
+                try await sleepInterArrival()
+            }
+        default:
+            try await writeParanoid(bytes)
+        }
+    }
+
+    /// iat-mode 2: every write has a freshly sampled size, padded up when too little is buffered.
+    private func writeParanoid(_ bytes: [UInt8]) async throws {
+        var buffered = try writer.withLock { state throws(TransportError) in try Self.frames(for: bytes, state: &state) }
+        var offset = 0
+        while offset < buffered.count {
+            let chunk = try writer.withLock { state throws(TransportError) -> [UInt8]? in
+                let target = state.lengthDistribution.sample()
+                if buffered.count - offset < target {
+                    var tail = Array(buffered[offset...])
+                    try Self.padBurst(&tail, target: target, state: &state)
+                    buffered = tail
+                    offset = 0
+                    // Padding that needed two frames overshoots: draw again (as lyrebird does).
+                    if buffered.count != target { return nil }
+                }
+                let end = offset + target
+                defer { offset = end }
+                return Array(buffered[offset..<end])
+            }
+            guard let chunk else { continue }
+            if !chunk.isEmpty { try await socket.write(chunk) }
+            try await sleepInterArrival()
+        }
+    }
+
+    private func sleepInterArrival() async throws {
+        let units = writer.withLock { $0.iatDistribution.sample() }
+        if units > 0 { try await Task.sleep(for: .microseconds(units * 100)) }
+    }
+
+    private static func frames(for bytes: [UInt8], state: inout WriterState) throws(TransportError) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count + (bytes.count / Obfs4Framing.maximumPayloadLength + 2) * headerLength + 2 * Obfs4Framing.maximumSegmentLength)
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(offset + Obfs4Framing.maximumPayloadLength, bytes.count)
+            try state.encoder.appendFrame(type: Obfs4Framing.packetTypePayload, payload: bytes[offset..<end], paddingLength: 0, to: &output)
+            offset = end
+        }
+        return output
+    }
+
+    /// Pads a burst so its length is `target` modulo 1448 (spec §9; mirrors lyrebird's padBurst).
+    private static func padBurst(_ burst: inout [UInt8], target: Int, state: inout WriterState) throws(TransportError) {
+        let segment = Obfs4Framing.maximumSegmentLength
+        let tail = burst.count % segment
+        let padLength = target >= tail ? target - tail : segment - tail + target
+        if padLength > headerLength {
+            try state.encoder.appendFrame(type: Obfs4Framing.packetTypePayload, payload: [], paddingLength: padLength - headerLength, to: &burst)
+        } else if padLength > 0 {
+            try state.encoder.appendFrame(type: Obfs4Framing.packetTypePayload, payload: [], paddingLength: Obfs4Framing.maximumPayloadLength, to: &burst)
+            try state.encoder.appendFrame(type: Obfs4Framing.packetTypePayload, payload: [], paddingLength: padLength, to: &burst)
+        }
+    }
+
+    func closeWrite() async { await socket.closeWrite() }
+
+    func close() { socket.close() }
+}

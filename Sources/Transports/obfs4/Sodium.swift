@@ -1,0 +1,170 @@
+import CSodium
+import TransportBase
+
+// The libsodium boundary. Every call goes through these helpers, which check results and turn
+// failures into TransportError; nothing else in the module touches CSodium.
+
+extension TransportError.Code {
+    public static let cryptoFailure = Self(rawValue: "obfs4-crypto-failure")
+}
+
+enum Sodium {
+    /// libsodium must be initialised once before use; this static is evaluated exactly once.
+    private static let initialised: Bool = sodium_init() >= 0
+
+    static func ensureInitialised() throws(TransportError) {
+        guard initialised else {
+            throw TransportError(code: .cryptoFailure, kind: .internal, message: "libsodium failed to initialise")
+        }
+    }
+
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        precondition(initialised, "libsodium failed to initialise")
+        var bytes = [UInt8](repeating: 0, count: count)
+        bytes.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
+        return bytes
+    }
+
+    /// Uniform in `0..<upperBound` (upperBound ≤ 2^32).
+    static func randomUniform(_ upperBound: UInt32) -> UInt32 {
+        precondition(initialised, "libsodium failed to initialise")
+        return randombytes_uniform(upperBound)
+    }
+
+    static func sha256(_ message: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        _ = message.withUnsafeBufferPointer { input in
+            digest.withUnsafeMutableBufferPointer { crypto_hash_sha256($0.baseAddress!, input.baseAddress, UInt64(input.count)) }
+        }
+        return digest
+    }
+
+    static func sha512(_ message: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 64)
+        _ = message.withUnsafeBufferPointer { input in
+            digest.withUnsafeMutableBufferPointer { crypto_hash_sha512($0.baseAddress!, input.baseAddress, UInt64(input.count)) }
+        }
+        return digest
+    }
+
+    /// HMAC-SHA256 over the concatenation of `parts` (any key length).
+    static func hmacSHA256(key: [UInt8], _ parts: [UInt8]...) -> [UInt8] {
+        hmacSHA256(key: key, parts: parts)
+    }
+
+    static func hmacSHA256(key: [UInt8], parts: [[UInt8]]) -> [UInt8] {
+        var state = crypto_auth_hmacsha256_state()
+        var mac = [UInt8](repeating: 0, count: 32)
+        precondition(!key.isEmpty, "HMAC keys in obfs4 are never empty")
+        key.withUnsafeBufferPointer { _ = crypto_auth_hmacsha256_init(&state, $0.baseAddress!, $0.count) }
+        for part in parts {
+            part.withUnsafeBufferPointer { _ = crypto_auth_hmacsha256_update(&state, $0.baseAddress, UInt64($0.count)) }
+        }
+        mac.withUnsafeMutableBufferPointer { _ = crypto_auth_hmacsha256_final(&state, $0.baseAddress!) }
+        sodium_memzero(&state, MemoryLayout<crypto_auth_hmacsha256_state>.size)
+        return mac
+    }
+
+    /// X25519(scalar, point). libsodium clamps the scalar; an all-zero result is an error.
+    static func x25519(scalar: [UInt8], point: [UInt8]) throws(TransportError) -> [UInt8] {
+        precondition(scalar.count == 32 && point.count == 32)
+        var shared = [UInt8](repeating: 0, count: 32)
+        let result = shared.withUnsafeMutableBufferPointer { output in
+            scalar.withUnsafeBufferPointer { s in
+                point.withUnsafeBufferPointer { p in crypto_scalarmult_curve25519(output.baseAddress!, s.baseAddress!, p.baseAddress!) }
+            }
+        }
+        guard result == 0 else {
+            throw TransportError(code: .cryptoFailure, kind: .protocolViolation, message: "X25519 produced the all-zero point")
+        }
+        return shared
+    }
+
+    static func x25519Base(scalar: [UInt8]) throws(TransportError) -> [UInt8] {
+        var publicKey = [UInt8](repeating: 0, count: 32)
+        let result = publicKey.withUnsafeMutableBufferPointer { output in
+            scalar.withUnsafeBufferPointer { crypto_scalarmult_curve25519_base(output.baseAddress!, $0.baseAddress!) }
+        }
+        guard result == 0 else {
+            throw TransportError(code: .cryptoFailure, kind: .internal, message: "X25519 base multiplication failed")
+        }
+        return publicKey
+    }
+
+    /// Compressed Edwards point s·B for an already clamped scalar (no further clamping).
+    static func ed25519BaseNoClamp(scalar: [UInt8]) throws(TransportError) -> [UInt8] {
+        var point = [UInt8](repeating: 0, count: 32)
+        let result = point.withUnsafeMutableBufferPointer { output in
+            scalar.withUnsafeBufferPointer { crypto_scalarmult_ed25519_base_noclamp(output.baseAddress!, $0.baseAddress!) }
+        }
+        guard result == 0 else {
+            throw TransportError(code: .cryptoFailure, kind: .internal, message: "Ed25519 base multiplication failed")
+        }
+        return point
+    }
+
+    /// Edwards point addition on compressed points.
+    static func ed25519Add(_ p: [UInt8], _ q: [UInt8]) throws(TransportError) -> [UInt8] {
+        var sum = [UInt8](repeating: 0, count: 32)
+        let result = sum.withUnsafeMutableBufferPointer { output in
+            p.withUnsafeBufferPointer { a in
+                q.withUnsafeBufferPointer { b in crypto_core_ed25519_add(output.baseAddress!, a.baseAddress!, b.baseAddress!) }
+            }
+        }
+        guard result == 0 else {
+            throw TransportError(code: .cryptoFailure, kind: .internal, message: "Ed25519 point addition failed")
+        }
+        return sum
+    }
+
+    /// Constant-time equality of equal-length byte strings.
+    static func constantTimeEqual(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for (x, y) in zip(a, b) { difference |= x ^ y }
+        return difference == 0
+    }
+
+    static let secretboxKeyBytes = Int(crypto_secretbox_KEYBYTES)
+    static let secretboxNonceBytes = Int(crypto_secretbox_NONCEBYTES)
+    static let secretboxTagBytes = Int(crypto_secretbox_MACBYTES)
+
+    /// Seals `plaintext` into `output` (tag first, `plaintext.count + 16` bytes).
+    static func secretboxSeal(output: UnsafeMutablePointer<UInt8>, plaintext: UnsafeBufferPointer<UInt8>,
+                              nonce: UnsafePointer<UInt8>, key: UnsafePointer<UInt8>) {
+        let result = crypto_secretbox_easy(output, plaintext.baseAddress, UInt64(plaintext.count), nonce, key)
+        precondition(result == 0, "crypto_secretbox_easy cannot fail for valid lengths")
+    }
+
+    /// Opens a tag-first box into `output` (`box.count - 16` bytes); false if authentication fails.
+    static func secretboxOpen(output: UnsafeMutablePointer<UInt8>, box: UnsafeBufferPointer<UInt8>,
+                              nonce: UnsafePointer<UInt8>, key: UnsafePointer<UInt8>) -> Bool {
+        crypto_secretbox_open_easy(output, box.baseAddress!, UInt64(box.count), nonce, key) == 0
+    }
+
+    /// One-shot SipHash-2-4 (used by tests to cross-check the streaming implementation).
+    static func sipHash24(key: [UInt8], message: [UInt8]) -> UInt64 {
+        var out = [UInt8](repeating: 0, count: 8)
+        _ = out.withUnsafeMutableBufferPointer { output in
+            message.withUnsafeBufferPointer { m in
+                key.withUnsafeBufferPointer { crypto_shorthash_siphash24(output.baseAddress!, m.baseAddress, UInt64(m.count), $0.baseAddress!) }
+            }
+        }
+        return out.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self).littleEndian }
+    }
+}
+
+/// HKDF-SHA256 (RFC 5869, extract then expand). libsodium 1.0.18 has no HKDF.
+func hkdfSHA256(inputKeyMaterial: [UInt8], salt: [UInt8], info: [UInt8], length: Int) -> [UInt8] {
+    precondition(length <= 255 * 32)
+    let pseudoRandomKey = Sodium.hmacSHA256(key: salt, inputKeyMaterial)
+    var output: [UInt8] = []
+    var previous: [UInt8] = []
+    var counter: UInt8 = 1
+    while output.count < length {
+        previous = Sodium.hmacSHA256(key: pseudoRandomKey, previous, info, [counter])
+        output += previous
+        counter += 1
+    }
+    return Array(output.prefix(length))
+}
