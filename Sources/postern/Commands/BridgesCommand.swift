@@ -41,19 +41,26 @@ extension Command {
                     throw invocation.usageError("give bridge lines either as arguments or with --file, not both")
                 }
                 let input = try InputReader.read(file, output: invocation.output)
-                return try PasteImport(invocation: invocation, sourceName: input.name, fromArguments: false).run(text: input.text)
+                return try PasteImport(invocation: invocation, sourceName: input.name).run(text: input.text)
             }
             guard !positionals.isEmpty else {
                 throw invocation.usageError("no bridge lines given (give LINE arguments, --file FILE, or - for standard input)")
             }
             if positionals == ["-"] {
                 let input = try InputReader.read("-", output: invocation.output)
-                return try PasteImport(invocation: invocation, sourceName: input.name, fromArguments: false).run(text: input.text)
+                return try PasteImport(invocation: invocation, sourceName: input.name).run(text: input.text)
             }
             if positionals.contains("-") {
                 throw invocation.usageError("'-' (standard input) cannot be combined with bridge lines as arguments")
             }
-            return try PasteImport(invocation: invocation, sourceName: "the arguments", fromArguments: true)
+            // `postern bridges add obfs4 192.0.2.1:443 ...` without quotes splits one line into
+            // words; storing "192.0.2.1:443" alone as a vanilla bridge would be wrong.
+            if positionals.count > 1, let piece = positionals.first(where: looksLikePieceOfALine) {
+                let shown = TransportName.known(matching: piece) != nil || piece.lowercased() == "bridge"
+                    ? piece : Redacted(piece, policy: invocation.loggingPolicy).description
+                throw invocation.usageError("'\(shown)' is not a whole bridge line: each argument is one line, so put each line in quotes, e.g. postern bridges add 'obfs4 ADDRESS FINGERPRINT cert=... iat-mode=0'")
+            }
+            return try PasteImport(invocation: invocation, sourceName: "the arguments")
                 .run(text: positionals.joined(separator: "\n"))
         })
 
@@ -70,7 +77,7 @@ extension Command {
                                                                 : "import takes one FILE (or -), got \(positionals.count)")
             }
             let input = try InputReader.read(positionals[0], output: invocation.output)
-            return try PasteImport(invocation: invocation, sourceName: input.name, fromArguments: false).run(text: input.text)
+            return try PasteImport(invocation: invocation, sourceName: input.name).run(text: input.text)
         })
 
     static let bridgesList = Command(
@@ -120,6 +127,15 @@ extension Command {
         synopsis: "ID...",
         details: "If any ID is unknown, nothing is changed (exit 1).",
         run: { invocation in try setEnabled(false, invocation) })
+
+    /// One word of a bridge line given as its own argument: a transport name, the `Bridge`
+    /// keyword, or a key=value argument. None of these is a bridge line on its own.
+    private static func looksLikePieceOfALine(_ argument: String) -> Bool {
+        let words = argument.split(whereSeparator: \.isWhitespace)
+        guard words.count == 1, let word = words.first else { return false }
+        if word.contains("=") { return true }
+        return word.first.map { $0.isLetter || $0 == "_" } == true && word.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+    }
 
     private static func setEnabled(_ enabled: Bool, _ invocation: Invocation) throws -> Int32 {
         try changeBridges(invocation) { (configuration: inout BridgeConfiguration, id: BridgeID) throws(BridgeConfigError) -> String in

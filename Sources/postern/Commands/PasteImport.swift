@@ -7,8 +7,6 @@ struct PasteImport {
     let invocation: Invocation
     /// For messages: "the arguments", "standard input" or a file path.
     let sourceName: String
-    /// True when the lines came from command-line arguments (one line per argument).
-    let fromArguments: Bool
 
     var dryRun: Bool { invocation.arguments.flag("dry-run") }
     var allOrNothing: Bool { invocation.arguments.flag("all-or-nothing") }
@@ -201,14 +199,7 @@ struct PasteImport {
             try invocation.output.json(Report(source: sourceName, dryRun: dryRun, allOrNothing: allOrNothing, changed: changed,
                                               scrubbed: !policy.unsafeLogging, counts: counts, items: items, summary: summary))
         } else {
-            var lines = items.map(\.text)
-            if fromArguments, counts.rejected > 0, counts.rejected == paste.rejected.count,
-               paste.accepted.isEmpty, invocation.arguments.positionals.count > 1,
-               !invocation.arguments.positionals.contains(where: { $0.contains(" ") || $0.contains("\t") }) {
-                lines.append("hint: each argument is one bridge line; put each line in quotes")
-            }
-            lines.append(summary)
-            invocation.output.print(lines.joined(separator: "\n"))
+            invocation.output.print((items.map(\.text) + [summary]).joined(separator: "\n"))
         }
         return failed ? 1 : 0
     }
