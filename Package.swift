@@ -23,6 +23,10 @@ let package = Package(
         .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
                        providers: [.apt(["libsodium-dev"])]),
 
+        // libqrencode (Debian libqrencode-dev) for `postern bridges export --format qr`.
+        .systemLibrary(name: "CQREncode", path: "Sources/CQREncode", pkgConfig: "libqrencode",
+                       providers: [.apt(["libqrencode-dev"])]),
+
         .target(name: "BridgeConfig", path: "Sources/BridgeConfig",
                 resources: [.copy("Resources/builtin-bridges.json")]),
         .target(name: "TransportBase", dependencies: ["BridgeConfig"], path: "Sources/Transports/Base"),
@@ -32,7 +36,7 @@ let package = Package(
                 path: "Sources/Core",
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
         .executableTarget(name: "postern",
-                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport"],
+                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "CQREncode"],
                           path: "Sources/postern"),
 
         .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig", "BridgeStoreCrashWriter"],

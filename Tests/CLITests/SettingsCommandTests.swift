@@ -314,11 +314,61 @@ import Testing
 
         let badFormat = try sandbox.run("bridges", "export", "--format", "yaml")
         #expect(badFormat.status == 64)
-        #expect(badFormat.stderr.contains("unknown format 'yaml'"))
+        #expect(badFormat.stderr.contains("unknown format 'yaml' (use torrc, json or qr)"))
 
         let empty = try Sandbox().run("bridges", "export")
         #expect(empty.status == 1)
         #expect(empty.stderr.contains("there are no bridges to export"))
+    }
+
+    /// `--format qr` draws the same picture as Debian's `qrencode -t UTF8`, and `zbarimg` reads the
+    /// JSON array back from it, which `bridges import` accepts.
+    @Test func exportAsQRCodeMatchesQrencodeAndDecodes() throws {
+        let qrencode = URL(fileURLWithPath: "/usr/bin/qrencode"), zbarimg = URL(fileURLWithPath: "/usr/bin/zbarimg")
+        try #require(FileManager.default.isExecutableFile(atPath: qrencode.path), "apt-get install qrencode")
+        try #require(FileManager.default.isExecutableFile(atPath: zbarimg.path), "apt-get install zbar-tools")
+        let sandbox = Sandbox()
+        _ = try sandbox.run("bridges", "add", Self.line1, Self.line2, Self.line3)
+        let qr = try sandbox.run("bridges", "export", "--format", "qr")
+        #expect(qr.status == 0, "\(qr.stderr)")
+
+        let content = #"["\#(Self.line1)","\#(Self.line2)","\#(Self.line3)"]"#
+        let reference = try ProcessRunner.run(qrencode, ["-t", "UTF8", "-m", "4", "-l", "L", content])
+        #expect(reference.status == 0)
+        #expect(qr.stdout == reference.stdout)
+
+        // Light modules are drawn: a half block's drawn half is light, its blank half dark.
+        var rows: [[Bool]] = []
+        for line in qr.stdout.split(separator: "\n") {
+            rows.append(line.map { $0 != "\u{2588}" && $0 != "\u{2580}" })
+            rows.append(line.map { $0 != "\u{2588}" && $0 != "\u{2584}" })
+        }
+        let scale = 4
+        var image = "P1\n\(rows[0].count * scale) \(rows.count * scale)\n"
+        for row in rows {
+            let line = row.flatMap { Array(repeating: $0 ? "1" : "0", count: scale) }.joined(separator: " ") + "\n"
+            image += String(repeating: line, count: scale)
+        }
+        let file = try sandbox.write(image, named: "qr.pbm")
+        let decoded = try ProcessRunner.run(zbarimg, ["--raw", "-q", file.path])
+        #expect(decoded.status == 0, "\(decoded.stderr)")
+        #expect(decoded.stdout == content + "\n")
+
+        let other = Sandbox()
+        let imported = try other.run("bridges", "import", "-", stdin: decoded.stdout)
+        #expect(imported.status == 0, "\(imported.stdout)")
+        #expect(try other.listedBridges(unsafe: true).map { $0["line"] as? String } == [Self.line1, Self.line2, Self.line3])
+    }
+
+    @Test func tooManyBridgesForOneQRCodeFail() throws {
+        let sandbox = Sandbox()
+        let lines = (1...30).map { "obfs4 192.0.2.\($0):443 \(Self.fingerprint1) cert=\(Self.cert1) iat-mode=0" }
+        #expect(try sandbox.run("bridges", "add", "-", stdin: lines.joined(separator: "\n")).status == 0)
+        let qr = try sandbox.run("bridges", "export", "--format", "qr")
+        #expect(qr.status == 1)
+        #expect(qr.stderr.contains("30 bridges do not fit in one QR code"))
+        #expect(qr.stderr.contains("export fewer by giving their IDs"))
+        #expect(qr.stdout.isEmpty)
     }
 
     @Test func builtinBridgesAreListedScrubbed() throws {

@@ -166,23 +166,25 @@ extension Command {
 
     static let bridgesExport = Command(
         name: "export",
-        summary: "Print stored bridge lines in full, as a torrc fragment or a JSON array",
-        synopsis: "[ID...] [--format torrc|json]",
+        summary: "Print stored bridge lines in full, as a torrc fragment, a JSON array or a QR code",
+        synopsis: "[ID...] [--format torrc|json|qr]",
         details: """
         Unlike every other command, export prints bridge addresses, fingerprints and certs in the
         clear: that is its purpose. Anyone who sees them can use or block your bridges; share them
         only with people you trust. Without IDs, all stored bridges are exported.
         torrc: 'UseBridges 1' and one 'Bridge ...' line per bridge. json: an array of lines, the form
-        bridges.torproject.org puts in QR codes. Both can be read back with 'postern bridges import'.
+        bridges.torproject.org puts in QR codes. qr: that array as a QR code drawn in the terminal
+        (light on dark, like 'qrencode -t UTF8'). torrc and json can be read back with
+        'postern bridges import'.
         """,
         options: [
-            .value("format", "FORMAT", "torrc (default) or json"),
+            .value("format", "FORMAT", "torrc (default), json or qr"),
             .flag("enabled-only", "export only bridges that are switched on"),
         ],
         run: { invocation in
             let format = invocation.arguments.value("format") ?? "torrc"
-            guard ["torrc", "json"].contains(format) else {
-                throw invocation.usageError("unknown format '\(format)' (use torrc or json)")
+            guard ["torrc", "json", "qr"].contains(format) else {
+                throw invocation.usageError("unknown format '\(format)' (use torrc, json or qr)")
             }
             let ids = invocation.arguments.positionals.isEmpty ? [] : try invocation.bridgeIDs()
             let configuration = try invocation.bridgeStore().load()
@@ -203,6 +205,17 @@ extension Command {
             switch format {
             case "json":
                 try invocation.output.json(bridges.map(\.line.description))
+            case "qr":
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.withoutEscapingSlashes]
+                let content = String(decoding: try encoder.encode(bridges.map(\.line.description)), as: UTF8.self)
+                do throws(QRCodeError) {
+                    invocation.output.print(try QRCode(encoding: content).terminalText())
+                } catch where error.code == .tooLarge {
+                    throw CommandFailure("\(plural(bridges.count, "bridge")) do not fit in one QR code (\(error.message)); export fewer by giving their IDs")
+                } catch {
+                    throw CommandFailure("cannot make the QR code: \(error.message)")
+                }
             default:
                 invocation.output.print((["UseBridges 1"] + bridges.map(\.line.torrcLine)).joined(separator: "\n"))
             }
