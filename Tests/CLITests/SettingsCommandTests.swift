@@ -223,6 +223,48 @@ import Testing
         #expect(try sandbox.listedBridges().count == 2)
     }
 
+    @Test func reAddingWithNewArgumentsUpdatesAndKeepsIDAndState() throws {
+        let sandbox = Sandbox()
+        let id = try #require(Self.storedIDs(try sandbox.run("bridges", "add", Self.line1).stdout).first)
+        _ = try sandbox.run("bridges", "disable", id)
+        let newLine = "obfs4 \(Self.address1) \(Self.fingerprint1) cert=\(Self.cert2) iat-mode=2"
+        let result = try sandbox.run("bridges", "add", newLine)
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("line 1: updated \(id) (same bridge, new arguments; ID and on/off state kept)"))
+        #expect(result.stdout.hasSuffix("stored 0 bridges; updated 1\n"))
+        let listed = try sandbox.listedBridges(unsafe: true)
+        #expect(listed.map { $0["id"] as? String } == [id])
+        #expect(listed.first?["line"] as? String == newLine)
+        #expect(listed.first?["enabled"] as? Bool == false)
+    }
+
+    @Test func aFullBridgeListIsReportedPerLine() throws {
+        let sandbox = Sandbox()
+        let lines = (1...64).map { "obfs4 192.0.2.\($0):443 \(Self.fingerprint1) cert=\(Self.cert1) iat-mode=0" }
+        let filled = try sandbox.run("bridges", "add", "-", stdin: lines.joined(separator: "\n"))
+        #expect(filled.status == 0)
+        #expect(filled.stdout.hasSuffix("stored 64 bridges\n"))
+
+        // All-or-nothing: the full list makes the second line fail, so the first is not stored either.
+        let before = try Data(contentsOf: sandbox.storeFile)
+        let extra = ["obfs4 198.51.100.1:443 \(Self.fingerprint2) cert=\(Self.cert2) iat-mode=0", Self.line2]
+        let aborted = try sandbox.run(["bridges", "add", "--all-or-nothing"] + extra)
+        #expect(aborted.status == 1)
+        #expect(aborted.stdout.contains("line 1: not stored: the bridge list is full (64 bridges); remove some before adding more"))
+        #expect(aborted.stdout.contains("line 2: not stored: "))
+        #expect(aborted.stdout.hasSuffix("stored nothing (--all-or-nothing); 2 lines could not be stored\n"))
+        #expect(try Data(contentsOf: sandbox.storeFile) == before)
+
+        let id = try #require(try sandbox.listedBridges().first?["id"] as? String)
+        _ = try sandbox.run("bridges", "remove", id)
+        let partly = try sandbox.run(["bridges", "add"] + extra)
+        #expect(partly.status == 1)
+        #expect(partly.stdout.contains("line 1: stored as "))
+        #expect(partly.stdout.contains("line 2: not stored: the bridge list is full"))
+        #expect(partly.stdout.hasSuffix("stored 1 bridge; 1 line could not be stored\n"))
+        #expect(try sandbox.listedBridges().count == 64)
+    }
+
     @Test func aLineSplitIntoArgumentsIsAUsageError() throws {
         let sandbox = Sandbox()
         let words = Self.line1.split(separator: " ").map(String.init)
