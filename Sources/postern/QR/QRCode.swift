@@ -15,7 +15,7 @@ struct QRCodeError: Error, CustomStringConvertible {
     var description: String { message }
 }
 
-/// A QR code symbol: the module matrix libqrencode made for a text (byte mode, error correction
+/// A QR code symbol: the module matrix libqrencode made for a text (byte-mode hint, error correction
 /// level L, smallest version that fits), copied into Swift so no C memory outlives `init`.
 struct QRCode: Sendable {
     /// Modules per side.
