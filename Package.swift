@@ -25,6 +25,10 @@ let package = Package(
         // Linux epoll for the transports' socket event loop (not exported by Glibc).
         .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
 
+        // libqrencode (Debian libqrencode-dev) for `postern bridges export --format qr`.
+        .systemLibrary(name: "CQREncode", path: "Sources/CQREncode", pkgConfig: "libqrencode",
+                       providers: [.apt(["libqrencode-dev"])]),
+
         .target(name: "BridgeConfig", path: "Sources/BridgeConfig",
                 resources: [.copy("Resources/builtin-bridges.json")]),
         .target(name: "TransportBase", dependencies: ["BridgeConfig", "CEpoll"], path: "Sources/Transports/Base"),
@@ -34,7 +38,7 @@ let package = Package(
                 path: "Sources/Core",
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
         .executableTarget(name: "postern",
-                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport"],
+                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "CQREncode"],
                           path: "Sources/postern"),
 
         .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig", "BridgeStoreCrashWriter"],

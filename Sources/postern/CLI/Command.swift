@@ -44,7 +44,7 @@ struct Command: Sendable {
 
     func help(path: String) -> String {
         var text = "\(summary)\n\nUsage: \(path)"
-        if !subcommands.isEmpty { text += " <command>" }
+        if !subcommands.isEmpty { text += run == nil ? " <command>" : " [<command>]" }
         if !synopsis.isEmpty { text += " \(synopsis)" }
         text += " [options]\n"
         if !details.isEmpty { text += "\n\(details)\n" }

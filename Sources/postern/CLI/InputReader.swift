@@ -1,0 +1,52 @@
+import Foundation
+
+/// Reads the text a command was pointed at: `-` for standard input, otherwise a file path.
+/// Failures are `CommandFailure`s that name the source and the system's reason.
+enum InputReader {
+    /// A paste is a few KiB; refuse anything absurd rather than filling memory.
+    static let maximumSize = 4 << 20
+
+    struct Input: Sendable {
+        /// "standard input" or the path as given.
+        let name: String
+        let text: String
+    }
+
+    static func read(_ source: String, output: Output) throws(CommandFailure) -> Input {
+        if source == "-" {
+            if isatty(STDIN_FILENO) == 1 {
+                output.error("Reading from standard input: paste, then press Ctrl-D on a new line.")
+            }
+            return Input(name: "standard input", text: try readAll(descriptor: STDIN_FILENO, name: "standard input"))
+        }
+        let descriptor = open(source, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw CommandFailure("cannot read \(source): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        var info = stat()
+        if fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            throw CommandFailure("cannot read \(source): it is a directory")
+        }
+        return Input(name: source, text: try readAll(descriptor: descriptor, name: source))
+    }
+
+    private static func readAll(descriptor: Int32, name: String) throws(CommandFailure) -> String {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw CommandFailure("cannot read \(name): \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { break }
+            bytes += buffer[0..<count]
+            if bytes.count > maximumSize {
+                throw CommandFailure("cannot read \(name): it is larger than \(maximumSize / (1 << 20)) MiB, which is not a list of bridges")
+            }
+        }
+        // Invalid UTF-8 becomes U+FFFD, which the paste parser rejects per line with a reason.
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

@@ -1,0 +1,280 @@
+import BridgeConfig
+import Foundation
+
+extension Command {
+    static let bridges = Command(
+        name: "bridges",
+        summary: "Add, list, switch on and off, import and export bridges",
+        details: """
+        Bridges are kept in bridges.json in the settings directory (mode 0600, written atomically).
+        Listings show IDs, transport, on/off state and the line with its address, fingerprint and
+        cert replaced by [scrubbed]; --unsafe-logging shows full lines.
+        """,
+        subcommands: [.bridgesAdd, .bridgesImport, .bridgesList, .bridgesRemove, .bridgesEnable, .bridgesDisable,
+                      .bridgesExport, .bridgesBuiltin])
+
+    static let pasteOptions: [OptionSpec] = [
+        .flag("dry-run", "check and report every line without storing anything"),
+        .flag("all-or-nothing", "store nothing if any line is rejected (exit 1)"),
+        .flag("json", "print the report as JSON"),
+    ]
+
+    static let pasteDetails = """
+    Accepts what people paste: lines with or without 'Bridge', comments (#, //), blank lines, quotes,
+    torrc fragments (UseBridges, ClientTransportPlugin and other options are skipped with a note) and
+    the JSON array of strings shared in QR codes. Every line is reported: stored (with its new ID),
+    already stored, or rejected with its line number, word and reason. Valid lines are stored even
+    when others are rejected, unless --all-or-nothing is given; the exit status is 1 if any line was
+    rejected or could not be stored.
+    """
+
+    static let bridgesAdd = Command(
+        name: "add",
+        summary: "Add bridge lines given as arguments, from a file, or from standard input",
+        synopsis: "LINE... | --file FILE | -",
+        details: pasteDetails + "\nGive each bridge line as one (quoted) argument; 'line N' in the report is argument N.",
+        options: [.value("file", "FILE", "read the lines from FILE ('-' for standard input)")] + pasteOptions,
+        run: { invocation in
+            let positionals = invocation.arguments.positionals
+            if let file = invocation.arguments.value("file") {
+                guard positionals.isEmpty else {
+                    throw invocation.usageError("give bridge lines either as arguments or with --file, not both")
+                }
+                let input = try InputReader.read(file, output: invocation.output)
+                return try PasteImport(invocation: invocation, sourceName: input.name).run(text: input.text)
+            }
+            guard !positionals.isEmpty else {
+                throw invocation.usageError("no bridge lines given (give LINE arguments, --file FILE, or - for standard input)")
+            }
+            if positionals == ["-"] {
+                let input = try InputReader.read("-", output: invocation.output)
+                return try PasteImport(invocation: invocation, sourceName: input.name).run(text: input.text)
+            }
+            if positionals.contains("-") {
+                throw invocation.usageError("'-' (standard input) cannot be combined with bridge lines as arguments")
+            }
+            // `postern bridges add obfs4 192.0.2.1:443 ...` without quotes splits one line into
+            // words; storing "192.0.2.1:443" alone as a vanilla bridge would be wrong.
+            if positionals.count > 1, let piece = positionals.first(where: looksLikePieceOfALine) {
+                let shown = TransportName.known(matching: piece) != nil || piece.lowercased() == "bridge"
+                    ? piece : Redacted(piece, policy: invocation.loggingPolicy).description
+                throw invocation.usageError("'\(shown)' is not a whole bridge line: each argument is one line, so put each line in quotes, e.g. postern bridges add 'obfs4 ADDRESS FINGERPRINT cert=... iat-mode=0'")
+            }
+            return try PasteImport(invocation: invocation, sourceName: "the arguments")
+                .run(text: positionals.joined(separator: "\n"))
+        })
+
+    static let bridgesImport = Command(
+        name: "import",
+        summary: "Import bridges from a file or standard input (torrc fragment, list, JSON array)",
+        synopsis: "FILE | -",
+        details: pasteDetails,
+        options: pasteOptions,
+        run: { invocation in
+            let positionals = invocation.arguments.positionals
+            guard positionals.count == 1 else {
+                throw invocation.usageError(positionals.isEmpty ? "a FILE to import (or - for standard input) is required"
+                                                                : "import takes one FILE (or -), got \(positionals.count)")
+            }
+            let input = try InputReader.read(positionals[0], output: invocation.output)
+            return try PasteImport(invocation: invocation, sourceName: input.name).run(text: input.text)
+        })
+
+    static let bridgesList = Command(
+        name: "list",
+        summary: "List stored bridges (scrubbed unless --unsafe-logging)",
+        options: [.flag("json", "print the list as JSON")],
+        run: { invocation in
+            try invocation.requireNoPositionals()
+            let configuration = try invocation.bridgeStore().load()
+            let policy = invocation.loggingPolicy
+            if invocation.json {
+                struct Listing: Encodable { let bridges: [BridgeListing]; let scrubbed: Bool }
+                try invocation.output.json(Listing(bridges: configuration.bridges.map { BridgeListing($0, policy: policy) },
+                                                   scrubbed: !policy.unsafeLogging))
+            } else if configuration.bridges.isEmpty {
+                invocation.output.print("no bridges stored (add some with 'postern bridges add')")
+            } else {
+                let enabled = configuration.bridges.filter(\.isEnabled).count
+                invocation.output.print(BridgeListing.table(configuration.bridges, policy: policy))
+                invocation.output.print("\(plural(configuration.bridges.count, "bridge")), \(enabled) on")
+            }
+            return 0
+        })
+
+    static let bridgesRemove = Command(
+        name: "remove",
+        summary: "Remove bridges by ID",
+        synopsis: "ID...",
+        details: "If any ID is unknown, nothing is removed (exit 1).",
+        run: { invocation in
+            try changeBridges(invocation) { (configuration: inout BridgeConfiguration, id: BridgeID) throws(BridgeConfigError) -> String in
+                let removed = try configuration.remove(id)
+                return "removed \(id) (\(removed.line.transport.description(policy: invocation.loggingPolicy)))"
+            }
+        })
+
+    static let bridgesEnable = Command(
+        name: "enable",
+        summary: "Switch bridges on by ID",
+        synopsis: "ID...",
+        details: "If any ID is unknown, nothing is changed (exit 1).",
+        run: { invocation in try setEnabled(true, invocation) })
+
+    static let bridgesDisable = Command(
+        name: "disable",
+        summary: "Switch bridges off by ID (they stay stored)",
+        synopsis: "ID...",
+        details: "If any ID is unknown, nothing is changed (exit 1).",
+        run: { invocation in try setEnabled(false, invocation) })
+
+    /// One word of a bridge line given as its own argument: a transport name, the `Bridge`
+    /// keyword, or a key=value argument. None of these is a bridge line on its own.
+    private static func looksLikePieceOfALine(_ argument: String) -> Bool {
+        let words = argument.split(whereSeparator: \.isWhitespace)
+        guard words.count == 1, let word = words.first else { return false }
+        if word.contains("=") { return true }
+        return word.first.map { $0.isLetter || $0 == "_" } == true && word.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+    }
+
+    private static func setEnabled(_ enabled: Bool, _ invocation: Invocation) throws -> Int32 {
+        try changeBridges(invocation) { (configuration: inout BridgeConfiguration, id: BridgeID) throws(BridgeConfigError) -> String in
+            let word = enabled ? "on" : "off"
+            let transport = configuration.bridge(id).map { $0.line.transport.description(policy: invocation.loggingPolicy) } ?? "?"
+            if configuration.bridge(id)?.isEnabled == enabled { return "\(id) (\(transport)) was already \(word)" }
+            try configuration.setEnabled(enabled, for: id)
+            return "\(id) (\(transport)) is now \(word)"
+        }
+    }
+
+    /// Applies `change` to every ID under one lock; an unknown ID aborts the whole change.
+    private static func changeBridges(_ invocation: Invocation,
+                                      _ change: (inout BridgeConfiguration, BridgeID) throws(BridgeConfigError) -> String) throws -> Int32 {
+        let ids = try invocation.bridgeIDs()
+        let store = try invocation.bridgeStore()
+        var messages: [String] = []
+        do {
+            try store.update { configuration in
+                for id in ids { messages.append(try change(&configuration, id)) }
+            }
+        } catch let error as BridgeConfigError where error.code == .unknownBridgeID {
+            throw CommandFailure("\(error.message); nothing was changed (see 'postern bridges list')")
+        }
+        invocation.output.print(messages.joined(separator: "\n"))
+        return 0
+    }
+
+    static let bridgesExport = Command(
+        name: "export",
+        summary: "Print stored bridge lines in full, as a torrc fragment, a JSON array or a QR code",
+        synopsis: "[ID...] [--format torrc|json|qr]",
+        details: """
+        Unlike every other command, export prints bridge addresses, fingerprints and certs in the
+        clear: that is its purpose. Anyone who sees them can use or block your bridges; share them
+        only with people you trust. Without IDs, all stored bridges are exported.
+        torrc: 'UseBridges 1' and one 'Bridge ...' line per bridge. json: an array of lines, the form
+        bridges.torproject.org puts in QR codes. qr: that array as a QR code drawn in the terminal
+        (light on dark, like 'qrencode -t UTF8'). torrc and json can be read back with
+        'postern bridges import'.
+        """,
+        options: [
+            .value("format", "FORMAT", "torrc (default), json or qr"),
+            .flag("enabled-only", "export only bridges that are switched on"),
+        ],
+        run: { invocation in
+            let format = invocation.arguments.value("format") ?? "torrc"
+            guard ["torrc", "json", "qr"].contains(format) else {
+                throw invocation.usageError("unknown format '\(format)' (use torrc, json or qr)")
+            }
+            let ids = invocation.arguments.positionals.isEmpty ? [] : try invocation.bridgeIDs()
+            let configuration = try invocation.bridgeStore().load()
+            var bridges = configuration.bridges
+            if !ids.isEmpty {
+                bridges = try ids.map { id in
+                    guard let bridge = configuration.bridge(id) else {
+                        throw CommandFailure("there is no bridge with the ID \(id) (see 'postern bridges list')")
+                    }
+                    return bridge
+                }
+            }
+            if invocation.arguments.flag("enabled-only") { bridges = bridges.filter(\.isEnabled) }
+            guard !bridges.isEmpty else {
+                throw CommandFailure(configuration.bridges.isEmpty ? "there are no bridges to export (add some with 'postern bridges add')"
+                                                                   : "none of the selected bridges is switched on")
+            }
+            switch format {
+            case "json":
+                try invocation.output.json(bridges.map(\.line.description))
+            case "qr":
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.withoutEscapingSlashes]
+                let content = String(decoding: try encoder.encode(bridges.map(\.line.description)), as: UTF8.self)
+                do throws(QRCodeError) {
+                    invocation.output.print(try QRCode(encoding: content).terminalText())
+                } catch where error.code == .tooLarge {
+                    throw CommandFailure("\(plural(bridges.count, "bridge")) do not fit in one QR code (\(error.message)); export fewer by giving their IDs")
+                } catch {
+                    throw CommandFailure("cannot make the QR code: \(error.message)")
+                }
+            default:
+                invocation.output.print((["UseBridges 1"] + bridges.map(\.line.torrcLine)).joined(separator: "\n"))
+            }
+            return 0
+        })
+
+    static let bridgesBuiltin = Command(
+        name: "builtin",
+        summary: "List Tor Browser's built-in bridges shipped with Postern",
+        synopsis: "[--transport NAME]",
+        details: """
+        Built-in bridges are public and often blocked. Postern uses them for a transport only when
+        you have no enabled bridge of your own for it. Scrubbed unless --unsafe-logging.
+        """,
+        options: [
+            .value("transport", "NAME", "only this transport (obfs4, snowflake, meek_lite, ...)"),
+            .flag("json", "print the list as JSON"),
+        ],
+        run: { invocation in
+            try invocation.requireNoPositionals()
+            var transport: TransportName?
+            if let name = invocation.arguments.value("transport") {
+                do throws(BridgeConfigError) {
+                    if let known = TransportName.known(matching: name) {
+                        transport = known
+                    } else {
+                        transport = try TransportName(validating: name)
+                    }
+                } catch {
+                    throw invocation.usageError("--transport: \(error.message)")
+                }
+            }
+            let builtins = try BuiltinBridges.bundled()
+            let policy = invocation.loggingPolicy
+            struct Entry: Encodable { let group: String; let transport: String; let line: String }
+            var entries: [Entry] = []
+            for group in builtins.groups.keys.sorted() {
+                for line in builtins.groups[group]! where transport == nil || line.transport == transport {
+                    entries.append(Entry(group: group, transport: line.transport.description(policy: policy),
+                                         line: line.description(policy: policy)))
+                }
+            }
+            if let transport, entries.isEmpty {
+                let available = builtins.transports.sorted().map(\.rawValue).joined(separator: ", ")
+                throw CommandFailure("there are no built-in bridges for \(transport.description(policy: policy)) (built-ins exist for \(available))")
+            }
+            if invocation.json {
+                struct Listing: Encodable {
+                    let source: String; let sourceCommit: String?; let date: String?; let recommendedDefault: String?
+                    let bridges: [Entry]; let scrubbed: Bool
+                }
+                try invocation.output.json(Listing(source: builtins.source, sourceCommit: builtins.sourceCommit, date: builtins.date,
+                                                   recommendedDefault: builtins.recommendedDefault?.rawValue,
+                                                   bridges: entries, scrubbed: !policy.unsafeLogging))
+            } else {
+                invocation.output.print(Table.render(header: ["TRANSPORT", "GROUP", "BRIDGE"],
+                                                     rows: entries.map { [$0.transport, $0.group, $0.line] }))
+                invocation.output.print("\(plural(entries.count, "built-in bridge")); source: \(builtins.source)")
+            }
+            return 0
+        })
+}

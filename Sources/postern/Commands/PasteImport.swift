@@ -1,0 +1,224 @@
+import BridgeConfig
+import Foundation
+
+/// `bridges add` and `bridges import`: read a paste leniently, store the good lines, and report
+/// every line (stored, already stored, rejected with line, word and reason), warnings and notes.
+struct PasteImport {
+    let invocation: Invocation
+    /// For messages: "the arguments", "standard input" or a file path.
+    let sourceName: String
+
+    var dryRun: Bool { invocation.arguments.flag("dry-run") }
+    var allOrNothing: Bool { invocation.arguments.flag("all-or-nothing") }
+
+    /// One entry of the report, in input order.
+    struct Item: Encodable {
+        enum Status: String, Encodable {
+            case stored, updated, alreadyStored = "already-stored", wouldStore = "would-store",
+                 wouldUpdate = "would-update", rejected, notStored = "not-stored", warning, note
+        }
+        let line: Int?
+        let entry: Int?
+        let status: Status
+        let id: String?
+        let transport: String?
+        /// The bridge line, scrubbed unless `--unsafe-logging`.
+        let bridge: String?
+        let code: String?
+        let word: Int?
+        let message: String?
+
+        init(location: PasteLocation?, status: Status, id: BridgeID? = nil, line bridgeLine: BridgeLine? = nil,
+             policy: LoggingPolicy, code: BridgeConfigError.Code? = nil, word: Int? = nil, message: String? = nil) {
+            self.line = location?.line
+            self.entry = location?.entry
+            self.status = status
+            self.id = id?.rawValue
+            self.transport = bridgeLine?.transport.description(policy: policy)
+            self.bridge = bridgeLine?.description(policy: policy)
+            self.code = code?.rawValue
+            self.word = word
+            self.message = message.map { Self.withoutLocation($0, location) }
+        }
+
+        /// BridgePaste puts "line 4: " in front of its messages; the report prints the location once.
+        private static func withoutLocation(_ message: String, _ location: PasteLocation?) -> String {
+            guard let location else { return message }
+            let prefix = "\(location): "
+            return message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
+        }
+
+        var locationText: String {
+            guard let line else { return "input" }
+            return entry.map { "entry \($0)" } ?? "line \(line)"
+        }
+
+        var text: String {
+            let shownBridge = bridge.map { ": \($0)" } ?? ""
+            switch status {
+            case .stored: return "\(locationText): stored as \(id ?? "?")\(shownBridge)"
+            case .updated: return "\(locationText): updated \(id ?? "?") (same bridge, new arguments; ID and on/off state kept)\(shownBridge)"
+            case .alreadyStored: return "\(locationText): already stored as \(id ?? "?")"
+            case .wouldStore: return "\(locationText): would be stored\(shownBridge)"
+            case .wouldUpdate: return "\(locationText): would update \(id ?? "?") (same bridge, new arguments)\(shownBridge)"
+            case .rejected: return "\(locationText): rejected: \(message ?? "")"
+            case .notStored: return "\(locationText): not stored: \(message ?? "")"
+            case .warning: return "\(locationText): warning: \(message ?? "")"
+            case .note: return "\(locationText): note: \(message ?? "")"
+            }
+        }
+
+        /// Input order; within a line: the outcome first, then warnings and notes.
+        var sortKey: (Int, Int, Int) {
+            let rank: Int
+            switch status {
+            case .warning: rank = 1
+            case .note: rank = 2
+            default: rank = 0
+            }
+            return (line ?? 0, entry ?? 0, rank)
+        }
+    }
+
+    struct Counts: Encodable {
+        var stored = 0, updated = 0, alreadyStored = 0, rejected = 0
+        /// Valid lines that could not be stored (the list is full).
+        var notStored = 0
+        /// Valid lines held back because of `--all-or-nothing`.
+        var heldBack = 0
+    }
+
+    struct Report: Encodable {
+        let source: String
+        let dryRun: Bool
+        let allOrNothing: Bool
+        /// Whether the store was changed.
+        let changed: Bool
+        /// Whether bridge lines are shown scrubbed (no `--unsafe-logging`).
+        let scrubbed: Bool
+        let counts: Counts
+        let items: [Item]
+        let summary: String
+    }
+
+    private enum Outcome {
+        case added(BridgeID), updated(BridgeID), unchanged(BridgeID), failed(BridgeConfigError)
+    }
+
+    private struct AllOrNothingAbort: Error {}
+
+    func run(text: String) throws -> Int32 {
+        let policy = invocation.loggingPolicy
+        let paste = BridgePaste.parse(text, logging: policy)
+        let store = try invocation.bridgeStore()
+
+        var outcomes: [Outcome] = []
+        var aborted = false
+        func apply(to configuration: inout BridgeConfiguration) {
+            outcomes = paste.accepted.map { accepted -> Outcome in
+                do throws(BridgeConfigError) {
+                    let result = try configuration.add(accepted.line)
+                    switch result.change {
+                    case .added: return .added(result.id)
+                    case .updated: return .updated(result.id)
+                    case .unchanged: return .unchanged(result.id)
+                    }
+                } catch {
+                    return .failed(error)
+                }
+            }
+        }
+        if paste.accepted.isEmpty {
+            // Nothing to store; nothing to touch.
+        } else if dryRun {
+            var configuration = try store.load()
+            apply(to: &configuration)
+        } else if allOrNothing && !paste.rejected.isEmpty {
+            aborted = true
+        } else {
+            do {
+                try store.update { configuration in
+                    apply(to: &configuration)
+                    if allOrNothing, outcomes.contains(where: { if case .failed = $0 { true } else { false } }) {
+                        throw AllOrNothingAbort()
+                    }
+                }
+            } catch is AllOrNothingAbort {
+                aborted = true
+            }
+        }
+
+        var items: [Item] = []
+        var counts = Counts()
+        for (index, accepted) in paste.accepted.enumerated() {
+            let location = accepted.location
+            let line = accepted.line
+            guard index < outcomes.count else {
+                items.append(Item(location: location, status: .notStored, line: line, policy: policy,
+                                  message: "another line was rejected and --all-or-nothing was given"))
+                counts.heldBack += 1
+                continue
+            }
+            switch outcomes[index] {
+            case .failed(let error):
+                items.append(Item(location: location, status: .notStored, policy: policy, code: error.code, message: error.message))
+                counts.notStored += 1
+            case _ where aborted:
+                items.append(Item(location: location, status: .notStored, line: line, policy: policy,
+                                  message: "another line could not be stored and --all-or-nothing was given"))
+                counts.heldBack += 1
+            case .added(let id):
+                items.append(dryRun ? Item(location: location, status: .wouldStore, line: line, policy: policy)
+                                    : Item(location: location, status: .stored, id: id, line: line, policy: policy))
+                counts.stored += 1
+            case .updated(let id):
+                items.append(Item(location: location, status: dryRun ? .wouldUpdate : .updated, id: id, line: line, policy: policy))
+                counts.updated += 1
+            case .unchanged(let id):
+                items.append(Item(location: location, status: .alreadyStored, id: id, policy: policy))
+                counts.alreadyStored += 1
+            }
+        }
+        for error in paste.rejected {
+            items.append(Item(location: error.location, status: .rejected, policy: policy, code: error.code,
+                              word: error.word, message: error.message))
+            counts.rejected += 1
+        }
+        for warning in paste.warnings {
+            items.append(Item(location: warning.location, status: .warning, policy: policy, code: warning.code, message: warning.message))
+        }
+        for note in paste.notes {
+            items.append(Item(location: note.location, status: .note, policy: policy, code: note.code, message: note.message))
+        }
+        items.sort { $0.sortKey < $1.sortKey }
+
+        let changed = !dryRun && !aborted && (counts.stored + counts.updated) > 0
+        let summary = summaryLine(counts: counts, aborted: aborted, foundNothing: paste.isEmpty)
+        let failed = paste.isEmpty || counts.rejected > 0 || counts.notStored > 0
+        if invocation.json {
+            try invocation.output.json(Report(source: sourceName, dryRun: dryRun, allOrNothing: allOrNothing, changed: changed,
+                                              scrubbed: !policy.unsafeLogging, counts: counts, items: items, summary: summary))
+        } else {
+            invocation.output.print((items.map(\.text) + [summary]).joined(separator: "\n"))
+        }
+        return failed ? 1 : 0
+    }
+
+    private func summaryLine(counts: Counts, aborted: Bool, foundNothing: Bool) -> String {
+        if foundNothing { return "no bridge lines found in \(sourceName); nothing stored" }
+        var parts: [String] = []
+        if aborted {
+            parts.append("stored nothing (--all-or-nothing)")
+        } else if dryRun {
+            parts.append("dry run, nothing stored: \(plural(counts.stored, "bridge")) would be stored")
+            if counts.updated > 0 { parts.append("\(counts.updated) would be updated") }
+        } else {
+            parts.append("stored \(plural(counts.stored, "bridge"))")
+            if counts.updated > 0 { parts.append("updated \(counts.updated)") }
+        }
+        if counts.alreadyStored > 0 { parts.append("\(counts.alreadyStored) already stored") }
+        if counts.rejected > 0 { parts.append("\(plural(counts.rejected, "line")) rejected") }
+        if counts.notStored > 0 { parts.append("\(plural(counts.notStored, "line")) could not be stored") }
+        return parts.joined(separator: "; ")
+    }
+}

@@ -1,0 +1,71 @@
+import BridgeConfig
+import Foundation
+
+/// What the settings commands share: the store in the configuration directory, the logging policy
+/// from `--unsafe-logging`, and argument checks.
+extension Invocation {
+    var loggingPolicy: LoggingPolicy { LoggingPolicy(unsafeLogging: unsafeLogging) }
+
+    /// The store in the same directory `PosternPaths` resolves, so every command agrees on it.
+    func bridgeStore() throws(BridgeConfigError) -> BridgeStore {
+        try BridgeStore(directory: paths.configDirectory.path)
+    }
+
+    func requireNoPositionals() throws(UsageError) {
+        if let extra = arguments.positionals.first { throw usageError("unexpected argument '\(extra)'") }
+    }
+
+    /// The positionals, at least one, for commands like `remove ID...`.
+    func requirePositionals(_ what: String) throws(UsageError) -> [String] {
+        guard !arguments.positionals.isEmpty else { throw usageError("\(what) is required") }
+        return arguments.positionals
+    }
+
+    /// Bridge IDs from the command line; a malformed one is a usage error.
+    func bridgeIDs() throws(UsageError) -> [BridgeID] {
+        var ids: [BridgeID] = []
+        for text in try requirePositionals("at least one bridge ID (see 'postern bridges list')") {
+            guard let id = BridgeID(text) else {
+                throw usageError("'\(text)' is not a bridge ID (6 hexadecimal characters, as shown by 'postern bridges list')")
+            }
+            if !ids.contains(id) { ids.append(id) }
+        }
+        return ids
+    }
+}
+
+extension BridgeConfigError {
+    /// Malformed input named on the command line is a usage error (exit 64); everything else
+    /// (unknown ID, limits, storage) is a failure (exit 1).
+    func asUsageError(in invocation: Invocation) -> any Error {
+        kind == .invalidInput ? invocation.usageError(message) : self
+    }
+}
+
+/// A stored bridge as listings show it: never the address, fingerprint or cert unless unsafe.
+struct BridgeListing: Encodable {
+    let id: String
+    let enabled: Bool
+    let transport: String
+    /// The line, scrubbed unless `--unsafe-logging`.
+    let line: String
+
+    init(_ bridge: StoredBridge, policy: LoggingPolicy) {
+        id = bridge.id.rawValue
+        enabled = bridge.isEnabled
+        transport = bridge.line.transport.description(policy: policy)
+        line = bridge.line.description(policy: policy)
+    }
+
+    static func table(_ bridges: [StoredBridge], policy: LoggingPolicy) -> String {
+        let rows = bridges.map { bridge -> [String] in
+            let listing = BridgeListing(bridge, policy: policy)
+            return [listing.id, listing.enabled ? "on" : "off", listing.transport, listing.line]
+        }
+        return Table.render(header: ["ID", "STATE", "TRANSPORT", "BRIDGE"], rows: rows)
+    }
+}
+
+func plural(_ count: Int, _ singular: String, _ pluralForm: String? = nil) -> String {
+    "\(count) \(count == 1 ? singular : pluralForm ?? singular + "s")"
+}
