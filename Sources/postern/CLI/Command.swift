@@ -80,6 +80,20 @@ enum Dispatcher {
         var command = root
         var path = root.name
         var rest = arguments[...]
+        // Global options may come before the command ("postern --config-dir D bridges list"); they
+        // are moved behind it and parsed with the command's own options.
+        var globals: [String] = []
+        while let next = rest.first, next.hasPrefix("--"), !command.subcommands.isEmpty {
+            let name = String(next.dropFirst(2).prefix { $0 != "=" })
+            guard let option = Command.globalOptions.first(where: { $0.name == name }), option.name != "help",
+                  option.name != "version" else { break }
+            globals.append(next)
+            rest = rest.dropFirst()
+            if option.valueName != nil, !next.contains("="), let value = rest.first {
+                globals.append(value)
+                rest = rest.dropFirst()
+            }
+        }
         while let next = rest.first, !next.hasPrefix("-"), !command.subcommands.isEmpty {
             guard let sub = command.subcommands.first(where: { $0.name == next }) else {
                 output.error("\(path): unknown command '\(next)'")
@@ -92,7 +106,7 @@ enum Dispatcher {
         }
         let parsed: ParsedArguments
         do {
-            parsed = try ArgumentParser.parse(Array(rest), options: command.options + Command.globalOptions, command: path)
+            parsed = try ArgumentParser.parse(Array(rest) + globals, options: command.options + Command.globalOptions, command: path)
         } catch {
             output.error("\(error.command): \(error.message)")
             output.error("Run '\(error.command) --help' for usage.")

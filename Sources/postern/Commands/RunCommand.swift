@@ -1,5 +1,6 @@
 import Foundation
 import PosternCore
+import TransportBase
 
 extension Command {
     static let run = Command(
@@ -37,7 +38,13 @@ final class RunSession: Sendable {
         }
         let output = invocation.output
         let paths = invocation.paths
-        let settings = try SettingsSource(invocation)
+        let transportHost = TransportHost(registry: try Transports.registry(), events: TransportEventSink { event in
+            // Transport events carry no addresses or certs; problems are worth a line.
+            if event.severity == .error || event.severity == .warning {
+                output.error("transport: \(event)")
+            }
+        })
+        let settings = try SettingsSource(invocation, transports: transportHost)
         var plan = try settings.plan()
         let configuration = try makeConfiguration(plan: plan)
         let route = plan.route
@@ -143,6 +150,7 @@ final class RunSession: Sendable {
         if !invocation.json { output.endStatus() }
         if !failed && !invocation.json { output.print("stopping tor…") }
         await manager.shutdown()
+        await transportHost.stopAll()
         reporter.cancel()
         try? FileManager.default.removeItem(at: paths.runStatusFile)
         if !failed && !invocation.json { output.print("stopped") }

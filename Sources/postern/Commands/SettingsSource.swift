@@ -8,8 +8,11 @@ struct SettingsSource: Sendable {
     let overrideBridges: [BridgeLine]
     let overrideTransport: TransportSelection?
     let logging: LoggingPolicy
+    /// Runs the in-process listeners of the transports the plan uses.
+    let transports: TransportHost
 
-    init(_ invocation: Invocation) throws {
+    init(_ invocation: Invocation, transports: TransportHost) throws {
+        self.transports = transports
         logging = invocation.unsafeLogging ? .unsafe : .safe
         do {
             store = try BridgeStore(directory: invocation.arguments.value("config-dir"))
@@ -45,12 +48,23 @@ struct SettingsSource: Sendable {
         guard configuration.torEnabled else {
             throw CommandFailure("Tor is turned off in the settings ('postern tor on' turns it back on); not starting")
         }
-        let plan = try RoutePlan.make(configuration: configuration, overrideBridges: overrideBridges,
-                                      overrideTransport: overrideTransport, pluginPorts: [:])
-        if let missing = plan.transports.first {
-            throw CommandFailure("the \(missing) transport is not available in this build of postern")
+        // First learn which transports the bridges need, then start (only) those listeners and
+        // render their ports into the ClientTransportPlugin lines.
+        let draft = try RoutePlan.make(configuration: configuration, overrideBridges: overrideBridges,
+                                       overrideTransport: overrideTransport, pluginPorts: [:])
+        let ports: [String: UInt16]
+        do {
+            ports = try transports.ensure(draft.transports.map(\.rawValue))
+        } catch {
+            throw CommandFailure(error.message)
         }
-        return plan
+        guard !ports.isEmpty else { return draft }
+        var named: [TransportName: UInt16] = [:]
+        for (name, port) in ports {
+            if let transport = TransportName(name) { named[transport] = port }
+        }
+        return try RoutePlan.make(configuration: configuration, overrideBridges: overrideBridges,
+                                  overrideTransport: overrideTransport, pluginPorts: named)
     }
 
     /// Changes whenever the store file is replaced (its writes are atomic renames).
