@@ -57,12 +57,12 @@ tail -f "$config/run.log" --pid "$run_pid" 2>/dev/null &
 for _ in $(seq 1 240); do grep -q "^ready:" "$config/run.log" && break; kill -0 "$run_pid" 2>/dev/null || break; sleep 0.25; done
 grep -q "^ready:" "$config/run.log" || { echo "demo: postern did not become ready" >&2; exit 1; }
 ready_s=$(since "$started")
-host=$(printf '%s' "$TB_HTTP_URL" | sed -E 's|^http://([^/:]+).*|\1|')
+host=$(printf "%s" "$TB_HTTP_NAME_URL" | sed -E 's|^http://([^/:]+).*|\1|')
 fetch_started=$(date +%s.%N)
-page=$(in_ns curl --silent --show-error --max-time 30 --socks5-hostname 127.0.0.1:39050 "$TB_HTTP_URL")
+page=$(in_ns curl --silent --show-error --max-time 30 --socks5-hostname 127.0.0.1:39050 "$TB_HTTP_NAME_URL")
 fetch_s=$(since "$fetch_started")
 if printf '%s' "$page" | grep -q "$TB_HTTP_MARKER"; then
-  printf '\nfetched %s through Postern (remote DNS via socks5h): %d bytes, marker found\n' "$TB_HTTP_URL" "${#page}"
+  printf '\nfetched %s through Postern (name resolved at the exit, socks5h): %d bytes, marker found\n' "$TB_HTTP_NAME_URL" "${#page}"
 else
   echo "demo: the page did not come through" >&2; exit 1
 fi

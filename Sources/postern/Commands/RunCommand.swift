@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import PosternCore
 import TransportBase
 
@@ -114,7 +115,9 @@ final class RunSession: Sendable {
         let watcher = Task { [manager] in
             var lastStamp = settings.storeStamp()
             while !Task.isCancelled {
-                let hangup = await hangups.wait(upTo: .seconds(1))
+                try? await Task.sleep(for: .seconds(1))
+                guard !Task.isCancelled else { return }
+                let hangup = hangups.consume()
                 let stamp = settings.storeStamp()
                 guard hangup || stamp != lastStamp else { continue }
                 lastStamp = stamp
@@ -134,7 +137,6 @@ final class RunSession: Sendable {
                 }
             }
         }
-        defer { watcher.cancel() }
 
         // Either a signal arrives or the core fails on its own.
         let failed = await withTaskGroup(of: Bool.self) { group in
@@ -147,6 +149,8 @@ final class RunSession: Sendable {
             group.cancelAll()
             return first
         }
+        watcher.cancel()
+        _ = await watcher.value
         if !invocation.json { output.endStatus() }
         if !failed && !invocation.json { output.print("stopping tor…") }
         await manager.shutdown()
@@ -217,9 +221,11 @@ extension Duration {
     }
 }
 
-/// Waits for the first of some POSIX signals, delivered through Dispatch rather than a raw handler.
+/// Catches some POSIX signals through Dispatch rather than a raw handler. One task may `wait()`
+/// for the first of them; a poller may instead `consume()` whether any arrived since it last asked.
 final class SignalWaiter: Sendable {
     private let stream: AsyncStream<Int32>
+    private let received = Mutex(0)
     nonisolated(unsafe) private let sources: [DispatchSourceSignal]
 
     init(signals: [Int32]) {
@@ -229,25 +235,28 @@ final class SignalWaiter: Sendable {
         for number in signals {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { continuation.yield(number) }
-            source.resume()
             sources.append(source)
         }
         self.sources = sources
+        for source in sources {
+            source.setEventHandler { [self] in
+                self.received.withLock { $0 += 1 }
+                continuation.yield(Int32(source.handle))
+            }
+            source.resume()
+        }
     }
 
+    /// Waits for the first signal. For a single waiter: the stream ends if that waiter is cancelled.
     func wait() async {
         for await _ in stream { return }
     }
 
-    /// Waits for a signal for at most `timeout`; true when one arrived.
-    func wait(upTo timeout: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask { await self.wait(); return true }
-            group.addTask { try? await Task.sleep(for: timeout); return false }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
+    /// True when a signal arrived since the last call.
+    func consume() -> Bool {
+        received.withLock { count in
+            defer { count = 0 }
+            return count > 0
         }
     }
 }
