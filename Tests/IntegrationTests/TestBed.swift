@@ -9,15 +9,15 @@ struct TestBed: Sendable {
 
     static let shared: TestBed? = {
         guard let path = ProcessInfo.processInfo.environment["POSTERN_TESTBED_ENV"],
-              let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+              FileManager.default.fileExists(atPath: path) else { return nil }
+        // The file is written with bash's %q quoting: let bash read it.
+        guard let result = try? ProcessRunner.run(URL(fileURLWithPath: "/bin/bash"),
+                                                  ["-c", "set -a; source \"$1\"; env -0", "_", path]),
+              result.status == 0 else { return nil }
         var values: [String: String] = [:]
-        for line in text.split(separator: "\n") {
-            guard let equals = line.firstIndex(of: "="), !line.hasPrefix("#") else { continue }
-            var value = String(line[line.index(after: equals)...])
-            if value.count >= 2, let first = value.first, first == "'" || first == "\"", value.last == first {
-                value = String(value.dropFirst().dropLast())
-            }
-            values[String(line[..<equals]).trimmingCharacters(in: .whitespaces)] = value
+        for entry in result.stdout.split(separator: "\0") where entry.hasPrefix("TB_") {
+            guard let equals = entry.firstIndex(of: "=") else { continue }
+            values[String(entry[..<equals])] = String(entry[entry.index(after: equals)...])
         }
         return TestBed(values: values)
     }()

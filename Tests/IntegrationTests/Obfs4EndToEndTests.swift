@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+extension TestBedSuite {
+    /// Issue 5: under block-tor, `postern run` with the test bed's obfs4 bridge (obfs4proxy on the
+    /// server side, our Swift client on ours) bootstraps to 100% and fetches a page by name.
+    @Test func postternRunThroughObfs4UnderBlockTor() async throws {
+        let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
+        try bed.setCensor("block-tor")
+        defer { try? bed.setCensor("none") }
+        let config = TestBed.temporaryDirectory("obfs4-run")
+        defer { try? FileManager.default.removeItem(at: config) }
+
+        let run = try RunningPostern(["run", "--config-dir", config.path, "--socks", "39067", "--transport", "obfs4",
+                                      "--bridge", bed["TB_BRIDGE_OBFS4"], "--tor-options-file", bed["TB_CLIENT_TORRC"]])
+        defer { run.terminate() }
+        let ready = try await run.waitForLine(containing: "ready: socks5 127.0.0.1:39067", timeout: 60)
+        #expect(ready?.contains("route: bridges") == true, "output: \(run.output)")
+        #expect(run.output.contains("Connected to pluggable transport"), "tor used the PT listener")
+
+        let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39067")
+        #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
+        let blob = try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
+            "curl -s --max-time 60 --socks5-hostname 127.0.0.1:39067 '\(bed["TB_BLOB_URL"])' | sha256sum"])
+        #expect(blob.stdout.hasPrefix(bed["TB_BLOB_SHA256"]), "4 MiB through obfs4 must arrive intact")
+        #expect(run.interruptAndWait() == 0)
+    }
+
+    /// Issue 5: a stock Debian tor uses Postern as its obfs4 client through the managed-proxy
+    /// interface (`ClientTransportPlugin obfs4 exec postern pt-client`) and gets through block-tor.
+    @Test func stockTorUsesPosternAsManagedObfs4Client() async throws {
+        let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
+        try bed.setCensor("block-tor")
+        defer { try? bed.setCensor("none") }
+        let data = TestBed.temporaryDirectory("stock-tor")
+        defer { try? FileManager.default.removeItem(at: data) }
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: data.path)
+
+        var torrc = try String(contentsOfFile: bed["TB_CLIENT_TORRC"], encoding: .utf8)
+        torrc += """
+
+        DataDirectory \(data.path)
+        SocksPort 127.0.0.1:39068
+        Log notice file \(data.path)/tor.log
+        GeoIPFile ""
+        GeoIPv6File ""
+        UseBridges 1
+        Bridge \(bed["TB_BRIDGE_OBFS4"])
+        ClientTransportPlugin obfs4 exec \(ProcessRunner.postern.path) pt-client
+
+        """
+        let torrcFile = data.appendingPathComponent("torrc")
+        try torrc.write(to: torrcFile, atomically: true, encoding: .utf8)
+        let tor = Process()
+        tor.executableURL = URL(fileURLWithPath: "/usr/bin/tor")
+        tor.arguments = ["-f", torrcFile.path, "--quiet"]
+        try tor.run()
+        let torPID = tor.processIdentifier
+        // Children of the test process inherit its blocked signal mask, so SIGTERM may never be
+        // delivered: end the peer with SIGKILL.
+        defer {
+            kill(torPID, SIGKILL)
+            tor.waitUntilExit()
+        }
+
+        let log = data.appendingPathComponent("tor.log")
+        var bootstrapped = false
+        for _ in 0..<120 {
+            if let text = try? String(contentsOf: log, encoding: .utf8), text.contains("Bootstrapped 100%") {
+                bootstrapped = true
+                break
+            }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        let logText = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        #expect(bootstrapped, "tor log:\n\(logText.suffix(3000))")
+        // Under block-tor only the obfs4 bridge is reachable, so 100% means tor went through the
+        // managed proxy; tor also gives a managed proxy its state directory.
+        #expect(FileManager.default.fileExists(atPath: data.appendingPathComponent("pt_state").path),
+                "tor launched postern pt-client as a managed proxy")
+        let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39068")
+        #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
+    }
+}
