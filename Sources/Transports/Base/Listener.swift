@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import CEpoll
 import Glibc
 #endif
 import Synchronization
@@ -37,10 +38,10 @@ public final class LoopbackListener: @unchecked Sendable {
     public func accept() async throws -> TCPSocket {
         while true {
             if let reason = socket.terminationReason { throw reason }
-            let descriptor = Glibc.accept(socket.descriptor, nil, nil)
+            // accept4 sets close-on-exec atomically: tor and Foundation spawn child processes
+            // from other threads, which must not inherit a connection.
+            let descriptor = cepoll_accept_cloexec_nonblock(socket.descriptor)
             if descriptor >= 0 {
-                _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-                _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
                 var one: Int32 = 1
                 _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                 return try TCPSocket(adopting: descriptor)

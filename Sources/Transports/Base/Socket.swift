@@ -42,12 +42,10 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
     init(adopting descriptor: Int32, loop: IOEventLoop = .shared) throws(TransportError) {
         self.descriptor = descriptor
         self.loop = loop
-        do {
-            try loop.register(descriptor)
-        } catch {
-            Glibc.close(descriptor)
-            throw error
-        }
+        // No close here on failure: a class initializer that throws after its stored properties
+        // are set still runs deinit, which closes the descriptor. Closing it here as well closed
+        // it twice, and the second close could hit a descriptor another thread (tor's) had opened.
+        try loop.register(descriptor)
     }
 
     deinit {
