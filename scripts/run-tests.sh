@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
 scripts/install-deps.sh
+scripts/install-test-peers.sh
 echo "== building" >&2
 swift build --build-tests
 tb_dir="$PWD/.testbed/test"
