@@ -7,7 +7,7 @@ Prints 'PORT n' once listening and 'CLOSED <code> <reason>' when a connection en
   bigfrag:N:K      -> one binary message of N bytes in K fragments
   anything else    -> echoed (text as text, binary as binary)."""
 import asyncio, sys, signal
-signal.pthread_sigmask(signal.SIG_UNBLOCK, range(1, signal.NSIG))
+signal.pthread_sigmask(signal.SIG_UNBLOCK, signal.valid_signals())
 from websockets.asyncio.server import serve
 
 async def handler(ws):
