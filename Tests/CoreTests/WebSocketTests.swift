@@ -110,6 +110,36 @@ import Testing
         }
     }
 
+    /// wss: TLS through libcurl, certificate and host name verified against a CA made for the test.
+    @Test func secureWebSocketVerifiesTheCertificate() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-wss-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cert = directory.appendingPathComponent("cert.pem").path, key = directory.appendingPathComponent("key.pem").path
+        let made = Process()
+        made.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        made.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+                          "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert]
+        made.standardError = FileHandle.nullDevice
+        try made.run()
+        made.waitUntilExit()
+        #expect(made.terminationStatus == 0)
+        let peer = try PeerProcess(script: "ws_peer.py", arguments: ["127.0.0.1", "0", cert, key])
+        defer { peer.stop() }
+        let url = URL(string: "wss://127.0.0.1:\(try await peer.port())/secure")!
+        // Without the CA the certificate is refused.
+        await #expect(throws: AppLayerError.self) { try await WebSocketConnection.connect(to: url, route: .direct) }
+        let connection = try await WebSocketConnection.connect(to: url, route: .direct, certificateAuthorityFile: cert)
+        var messages = connection.messages.makeAsyncIterator()
+        let big = String(repeating: "tls ", count: 40_000)
+        try connection.send(.text(big), fragmentSize: 16_000)
+        #expect(try await messages.next() == .text(big))
+        try connection.send(.text("fragment"))
+        #expect(try await messages.next() == .text("fragmented"))
+        await connection.close()
+        _ = try await peer.waitForLine(prefix: "CLOSED 1000")
+    }
+
     @Test func parserRejectsProtocolViolations() {
         let cases: [([UInt8], UInt16)] = [
             ([0x81, 0x81, 1, 2, 3, 4, 0x41], 1002),          // masked server frame

@@ -37,10 +37,12 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Payloads of the pongs received so far (answers to ``ping(_:)``).
     public var receivedPongs: [[UInt8]] { lock.withLock { pongs } }
 
-    /// Opens the connection: TCP (through SOCKS when the route says so), TLS for wss, the opening
-    /// handshake; then starts the connection's thread.
+    /// Opens the connection: TCP (through SOCKS when the route says so), TLS for wss (certificate
+    /// and host name verified; `certificateAuthorityFile` adds a private CA), the opening handshake;
+    /// then starts the connection's thread.
     public static func connect(to url: URL, route: NetworkRoute, isolation: String? = nil,
                                timeout: Duration = .seconds(30),
+                               certificateAuthorityFile: String? = nil,
                                maximumMessageBytes: Int = maximumInboundMessageBytes) async throws(AppLayerError) -> WebSocketConnection {
         guard let scheme = url.scheme?.lowercased(), scheme == "ws" || scheme == "wss", let host = url.host, !host.isEmpty else {
             throw AppLayerError(.invalidURL, kind: .usage, "not a ws:// or wss:// URL: \(url.absoluteString)")
@@ -55,6 +57,10 @@ public final class WebSocketConnection: @unchecked Sendable {
             let hostPart = host.contains(":") ? "[\(host)]" : host
             try handle.set(CURLOPT_URL, "\(secure ? "https" : "http")://\(hostPart):\(port)/")
             try handle.set(CURLOPT_CONNECT_ONLY, 1)
+            // Certificates are always verified; a private CA (tests, self-hosted relays) may be named.
+            try handle.set(CURLOPT_SSL_VERIFYPEER, 1)
+            try handle.set(CURLOPT_SSL_VERIFYHOST, 2)
+            if let certificateAuthorityFile { try handle.set(CURLOPT_CAINFO, certificateAuthorityFile) }
             try CurlHandle.check(curl_easy_perform(handle.pointer), "WebSocket connect to \(host):\(port) over \(route)")
             var socket: curl_socket_t = -1
             try CurlHandle.check(ccurl_getinfo_socket(handle.pointer, &socket), "active socket")
