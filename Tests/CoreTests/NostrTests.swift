@@ -50,6 +50,22 @@ import Testing
     }
 }
 
+@Suite struct OnionGuardTests {
+    @Test func onionDestinationsAreRefusedOnTheDirectRoute() async throws {
+        let activation = NetworkActivationService(store: nil, readiness: TorManager())
+        try await activation.setTorPreference(false)
+        let onion = "wss://2gzyxa5ihm7nsggfxnu52rck2vv4rvmdlkiu3zzui5du4xyclen53wid.onion/"
+        let error = try await #require(throws: AppLayerError.self) {
+            try await WebSocketConnection.connect(to: URL(string: onion)!, route: .direct)
+        }
+        #expect(error.code == .onionNeedsTor)
+        let httpError = try await #require(throws: AppLayerError.self) {
+            try await ProxiedHTTPClient(activation: activation).get(URL(string: "http://example.onion./relays.csv")!, route: .direct)
+        }
+        #expect(httpError.code == .onionNeedsTor)
+    }
+}
+
 @Suite struct NostrEventTests {
     @Test func idFollowsNIP01SerializationAndSignatureVerifies() throws {
         let keys = try NostrKeyPair(secretKeyHex: String(repeating: "01", count: 32))

@@ -13,6 +13,8 @@ public struct AppLayerError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The connection waited for Tor the maximum number of times and stays closed.
         public static let gaveUpWaitingForTor = Code("gave-up-waiting-for-tor")
         public static let invalidURL = Code("invalid-url")
+        /// A .onion destination with the Tor preference off: refused, never resolved.
+        public static let onionNeedsTor = Code("onion-needs-tor")
         public static let transport = Code("transport")
         public static let httpStatus = Code("http-status")
         public static let tooLarge = Code("too-large")

@@ -39,7 +39,8 @@ final class CurlHandle: @unchecked Sendable {
 
     /// Applies the route: a SOCKS5 proxy with remote name resolution (socks5h) and per-destination
     /// credentials, or explicitly no proxy at all (an empty proxy also ignores *_proxy variables).
-    func apply(route: NetworkRoute, isolation: String) throws(AppLayerError) {
+    func apply(route: NetworkRoute, isolation: String, host: String) throws(AppLayerError) {
+        try Self.refuseOnionOutsideTor(host: host, route: route)
         switch route {
         case .tor(let socks):
             try set(CURLOPT_PROXY, "socks5h://\(socks.description)")
@@ -48,6 +49,15 @@ final class CurlHandle: @unchecked Sendable {
             try set(CURLOPT_PROXYPASSWORD, "postern")
         case .direct:
             try set(CURLOPT_PROXY, "")
+        }
+    }
+
+    /// A .onion name only means something to tor: resolving it directly would send the name to the
+    /// system resolver in the clear (a leak) and fail anyway.
+    static func refuseOnionOutsideTor(host: String, route: NetworkRoute) throws(AppLayerError) {
+        let name = host.lowercased().hasSuffix(".") ? String(host.lowercased().dropLast()) : host.lowercased()
+        if case .direct = route, name == "onion" || name.hasSuffix(".onion") {
+            throw AppLayerError(.onionNeedsTor, kind: .usage, "\(host) is an onion service: it is only reachable through Tor (the Tor preference is off)")
         }
     }
 

@@ -27,10 +27,11 @@ public struct ProxiedHTTPClient: Sendable {
               let host = url.host, !host.isEmpty else {
             throw AppLayerError(.invalidURL, kind: .usage, "not an http(s) URL: \(url.absoluteString)")
         }
+        try CurlHandle.refuseOnionOutsideTor(host: host, route: route)
         let isolation = "\(isolationNonce)|\(host.lowercased()):\(url.port ?? (scheme == "https" ? 443 : 80))"
         let address = url.absoluteString
         return try await runOnDedicatedThread(name: "postern-http") { () throws(AppLayerError) -> HTTPResponse in
-            try Self.performGet(address, route: route, isolation: isolation, timeout: timeout, maximumBytes: maximumBytes)
+            try Self.performGet(address, host: host, route: route, isolation: isolation, timeout: timeout, maximumBytes: maximumBytes)
         }
     }
 
@@ -47,11 +48,11 @@ public struct ProxiedHTTPClient: Sendable {
         init(limit: Int) { self.limit = limit }
     }
 
-    private static func performGet(_ address: String, route: NetworkRoute, isolation: String, timeout: Duration,
+    private static func performGet(_ address: String, host: String, route: NetworkRoute, isolation: String, timeout: Duration,
                                    maximumBytes: Int) throws(AppLayerError) -> HTTPResponse {
         let handle = try CurlHandle()
         try handle.applyCommon(timeout: timeout)
-        try handle.apply(route: route, isolation: isolation)
+        try handle.apply(route: route, isolation: isolation, host: host)
         try handle.set(CURLOPT_URL, address)
         try handle.set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
         try handle.set(CURLOPT_FOLLOWLOCATION, 0)

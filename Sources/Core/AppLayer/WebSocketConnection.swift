@@ -47,13 +47,14 @@ public final class WebSocketConnection: @unchecked Sendable {
         guard let scheme = url.scheme?.lowercased(), scheme == "ws" || scheme == "wss", let host = url.host, !host.isEmpty else {
             throw AppLayerError(.invalidURL, kind: .usage, "not a ws:// or wss:// URL: \(url.absoluteString)")
         }
+        try CurlHandle.refuseOnionOutsideTor(host: host, route: route)
         let secure = scheme == "wss"
         let port = url.port ?? (secure ? 443 : 80)
         let isolationKey = isolation ?? "ws|\(host.lowercased()):\(port)"
         return try await runOnDedicatedThread(name: "postern-ws-connect") { () throws(AppLayerError) -> WebSocketConnection in
             let handle = try CurlHandle()
             try handle.applyCommon(timeout: timeout)
-            try handle.apply(route: route, isolation: isolationKey)
+            try handle.apply(route: route, isolation: isolationKey, host: host)
             let hostPart = host.contains(":") ? "[\(host)]" : host
             try handle.set(CURLOPT_URL, "\(secure ? "https" : "http")://\(hostPart):\(port)/")
             try handle.set(CURLOPT_CONNECT_ONLY, 1)
