@@ -31,6 +31,20 @@ import Testing
         #expect(NostrRelayManager.attemptsBeforeCooldown == 10 && NostrRelayManager.cooldown == 600)
     }
 
+    @Test func unconnectedRelayQueuesSendsAndCapsPendingSubscriptions() async throws {
+        // Preference on, tor never started: nothing connects, everything waits in memory.
+        let activation = NetworkActivationService(store: nil, readiness: TorManager(), readinessWait: .seconds(60))
+        let relay = "ws://127.0.0.1:8999"
+        let manager = NostrRelayManager(activation: activation, relays: [relay])
+        let keys = NostrKeyPair.generate()
+        for index in 0..<205 {
+            await manager.publish(try NostrEvent.signed(kind: 1, content: "\(index)", createdAt: 1_800_000_000, by: keys))
+        }
+        #expect(await manager.queuedCount(for: relay) == 200)
+        for index in 0..<70 { await manager.subscribe(id: "sub-\(index)", filterJSON: "{}") }
+        #expect(await manager.pendingSubscriptionCount(for: relay) == 64)
+    }
+
     @Test func builtinRelaysAreBitchatsFour() {
         #expect(NostrRelayManager.builtinRelays == ["wss://relay.damus.io", "wss://nos.lol", "wss://relay.primal.net", "wss://offchain.pub"])
     }

@@ -84,6 +84,20 @@ extension TestBedSuite {
         #expect(readBack != nil)
         #expect(await inbox.wait(timeout: 30) { $0 == .endOfStoredEvents(subscription: "readback", relay: relayURL) } != nil)
 
+        // A live subscription delivers new events until CLOSE; after CLOSE nothing more arrives.
+        await manager.subscribe(id: "live", filterJSON: "{\"kinds\":[1],\"authors\":[\"\(alice.publicKeyHex)\"]}")
+        #expect(await inbox.wait(timeout: 30) { $0 == .endOfStoredEvents(subscription: "live", relay: relayURL) } != nil)
+        let second = try NostrEvent.signed(kind: 1, content: "live while subscribed", by: alice)
+        await manager.publish(second)
+        #expect(await inbox.wait(timeout: 30) { if case .event("live", second, _) = $0 { true } else { false } } != nil)
+        await manager.unsubscribe(id: "live")
+        let third = try NostrEvent.signed(kind: 1, content: "after CLOSE", by: alice)
+        await manager.publish(third)
+        #expect(await inbox.wait(timeout: 30) { if case .ok(third.id, true, _, _) = $0 { true } else { false } } != nil)
+        try await Task.sleep(for: .seconds(2))
+        #expect(await inbox.wait(timeout: 0.2) { if case .event("live", third, _) = $0 { true } else { false } } == nil,
+                "an event arrived on a closed subscription")
+
         // NIP-17, Postern → nostr-sdk: wrap, publish, read back from the relay, the peer decrypts.
         let bob = NostrKeyPair.generate()
         let wrap = try NIP17.giftWrap(message: "postern to nostr-sdk ✓", from: alice, to: bob.publicKeyHex)

@@ -72,6 +72,7 @@ public actor NostrRelayManager {
 
     public func state(of relay: String) -> NostrRelayState? { relays[relay]?.state }
     public func queuedCount(for relay: String) -> Int { relays[relay]?.queue.count ?? 0 }
+    public func pendingSubscriptionCount(for relay: String) -> Int { relays[relay]?.pendingSince.count ?? 0 }
 
     /// Starts a connection task per relay.
     public func connect() {
