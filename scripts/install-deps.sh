@@ -5,8 +5,16 @@ set -euo pipefail
 PACKAGES=(
   # build
   gcc make patch pkg-config dpkg-dev libevent-dev libssl-dev zlib1g-dev libzstd-dev liblzma-dev libsodium-dev
+  # app layer: HTTP/WebSocket through SOCKS, Nostr signatures
+  libcurl4-openssl-dev libsecp256k1-dev
+  # bridges export --format qr, and its test (decode with zbarimg)
+  libqrencode-dev qrencode zbar-tools
+  # obfs4 through an upstream SOCKS5 proxy (TOR_PT_PROXY) test
+  microsocks
   # test bed: real peers and the censor
-  tor obfs4proxy nftables iproute2 curl python3 procps psmisc
+  tor obfs4proxy nftables iproute2 curl python3 python3-pip procps psmisc
+  # app layer leak proof: packet capture inside the namespace
+  tshark
 )
 missing=()
 for p in "${PACKAGES[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done

@@ -1,0 +1,24 @@
+// libcurl (Debian libcurl4-openssl-dev). curl_easy_setopt/getinfo are variadic, which Swift cannot
+// call; these typed shims are the whole C surface PosternCore uses.
+#include <curl/curl.h>
+
+typedef size_t (*ccurl_write_callback)(char *data, size_t size, size_t count, void *context);
+
+static inline CURLcode ccurl_setopt_long(CURL *handle, CURLoption option, long value) {
+    return curl_easy_setopt(handle, option, value);
+}
+static inline CURLcode ccurl_setopt_string(CURL *handle, CURLoption option, const char *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+static inline CURLcode ccurl_setopt_pointer(CURL *handle, CURLoption option, void *value) {
+    return curl_easy_setopt(handle, option, value);
+}
+static inline CURLcode ccurl_setopt_write_function(CURL *handle, ccurl_write_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
+}
+static inline CURLcode ccurl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
+static inline CURLcode ccurl_getinfo_socket(CURL *handle, curl_socket_t *value) {
+    return curl_easy_getinfo(handle, CURLINFO_ACTIVESOCKET, value);
+}

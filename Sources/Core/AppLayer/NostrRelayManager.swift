@@ -1,0 +1,220 @@
+import BridgeConfig
+import Foundation
+
+/// What the relays said, as it arrives.
+public enum NostrRelayMessage: Sendable, Hashable {
+    case event(subscription: String, event: NostrEvent, relay: String)
+    case endOfStoredEvents(subscription: String, relay: String)
+    case ok(eventID: String, accepted: Bool, message: String, relay: String)
+    case notice(String, relay: String)
+    case closed(subscription: String, message: String, relay: String)
+}
+
+/// A relay connection's state, for status surfaces and tests.
+public enum NostrRelayState: Sendable, Hashable {
+    case idle
+    case waitingForTor
+    case connecting
+    case connected
+    case backingOff(seconds: Double)
+    case coolingDown
+    /// Tor stayed not ready through every wait: closed, and never tried in the clear.
+    case gaveUp(String)
+}
+
+/// Nostr relays over the proxied WebSocket (NIP-01 REQ/EVENT/EOSE/CLOSE/OK).
+///
+/// Every relay connection takes its route from ``NetworkActivationService``: with the Tor
+/// preference on it waits for readiness (3 waits, then gives up and stays closed); sends made
+/// meanwhile queue (``FailClosedQueue``, 200) and go out once connected. Subscriptions waiting for a
+/// connection are kept per relay (64 at most, 600 s each). Reconnects back off 1 s doubling to
+/// 300 s with ±20% jitter; after 10 attempts a relay cools down for 600 s.
+public actor NostrRelayManager {
+    public static let builtinRelays: [String] = NostrRelayURL.builtin.map(\.rawValue)
+    public static let initialBackoff = 1.0
+    public static let maximumBackoff = 300.0
+    public static let attemptsBeforeCooldown = 10
+    public static let cooldown = 600.0
+    public static let pendingSubscriptionCap = 64
+    public static let pendingSubscriptionTTL = 600.0
+
+    /// The relays private messages go to: built-ins plus the user's custom relays.
+    public static func relays(for configuration: BridgeConfiguration) -> [String] {
+        configuration.allRelays.map(\.rawValue)
+    }
+
+    private final class Relay {
+        let url: String
+        var state: NostrRelayState = .idle
+        var connection: WebSocketConnection?
+        var queue = FailClosedQueue<String>()
+        /// Active subscriptions: re-sent on every (re)connect.
+        var subscriptions: [String: String] = [:]
+        var pendingSince: [String: Date] = [:]
+        var task: Task<Void, Never>?
+        var attempts = 0
+        init(url: String) { self.url = url }
+    }
+
+    private let activation: NetworkActivationService
+    private let log: AppLayerLogger?
+    private var relays: [String: Relay] = [:]
+    private let messagesContinuation: AsyncStream<NostrRelayMessage>.Continuation
+    /// Everything every relay says. One consumer.
+    public nonisolated let messages: AsyncStream<NostrRelayMessage>
+
+    public init(activation: NetworkActivationService, relays: [String], log: AppLayerLogger? = nil) {
+        self.activation = activation
+        self.log = log
+        (messages, messagesContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        for url in relays { self.relays[url] = Relay(url: url) }
+    }
+
+    public func state(of relay: String) -> NostrRelayState? { relays[relay]?.state }
+    public func queuedCount(for relay: String) -> Int { relays[relay]?.queue.count ?? 0 }
+    public func pendingSubscriptionCount(for relay: String) -> Int { relays[relay]?.pendingSince.count ?? 0 }
+
+    /// Starts a connection task per relay.
+    public func connect() {
+        for relay in relays.values where relay.task == nil {
+            relay.task = Task { await self.run(relay.url) }
+        }
+    }
+
+    public func disconnect() async {
+        for relay in relays.values {
+            relay.task?.cancel()
+            relay.task = nil
+            if let connection = relay.connection { await connection.close() }
+            relay.connection = nil
+            relay.state = .idle
+        }
+    }
+
+    /// Publishes to every relay (or `only` those): sent now where connected, queued elsewhere.
+    public func publish(_ event: NostrEvent, only: [String]? = nil) {
+        sendToRelays("[\"EVENT\",\(event.json)]", only: only)
+    }
+
+    /// Opens a subscription (`filter` is a NIP-01 filter object as JSON).
+    public func subscribe(id: String, filterJSON: String, only: [String]? = nil) {
+        let request = "[\"REQ\",\(NostrJSON.quote(id)),\(filterJSON)]"
+        for relay in targets(only) {
+            if relay.connection == nil && relay.subscriptions[id] == nil {
+                // Pending: cap 64 per relay, oldest pending dropped.
+                if relay.pendingSince.count >= Self.pendingSubscriptionCap,
+                   let oldest = relay.pendingSince.min(by: { $0.value < $1.value })?.key {
+                    relay.pendingSince[oldest] = nil
+                    relay.subscriptions[oldest] = nil
+                }
+                relay.pendingSince[id] = Date()
+            }
+            relay.subscriptions[id] = request
+            if let connection = relay.connection { try? connection.send(.text(request)) }
+        }
+    }
+
+    public func unsubscribe(id: String) {
+        for relay in relays.values where relay.subscriptions.removeValue(forKey: id) != nil {
+            relay.pendingSince[id] = nil
+            try? relay.connection?.send(.text("[\"CLOSE\",\(NostrJSON.quote(id))]"))
+        }
+    }
+
+    private func targets(_ only: [String]?) -> [Relay] {
+        guard let only else { return Array(relays.values) }
+        return only.compactMap { relays[$0] }
+    }
+
+    private func sendToRelays(_ text: String, only: [String]?) {
+        for relay in targets(only) {
+            if let connection = relay.connection, (try? connection.send(.text(text))) != nil { continue }
+            if let line = relay.queue.enqueue(text) { log?(AppLayerLogEvent(component: "nostr \(relay.url)", message: line)) }
+        }
+    }
+
+    // MARK: Connection loop
+
+    private func run(_ url: String) async {
+        guard let relay = relays[url], let address = URL(string: url) else { return }
+        while !Task.isCancelled {
+            relay.state = await activation.torWanted ? .waitingForTor : .connecting
+            let route: NetworkRoute
+            do {
+                route = try await activation.routeWaitingForTor()
+            } catch {
+                relay.state = .gaveUp(error.message)
+                log?(AppLayerLogEvent(component: "nostr \(url)", message: error.message))
+                return
+            }
+            relay.state = .connecting
+            relay.attempts += 1
+            do {
+                let connection = try await WebSocketConnection.connect(to: address, route: route, isolation: "nostr|\(address.host ?? url)")
+                relay.connection = connection
+                relay.state = .connected
+                relay.attempts = 0
+                flush(relay, over: connection)
+                do {
+                    for try await message in connection.messages { handle(message, from: url) }
+                } catch {
+                    log?(AppLayerLogEvent(component: "nostr \(url)", message: "connection ended: \(error)"))
+                }
+                relay.connection = nil
+            } catch {
+                log?(AppLayerLogEvent(component: "nostr \(url)", message: "connect failed: \(error.message)"))
+            }
+            if Task.isCancelled { return }
+            let delay: Double
+            if relay.attempts >= Self.attemptsBeforeCooldown {
+                relay.attempts = 0
+                relay.state = .coolingDown
+                delay = Self.cooldown
+            } else {
+                delay = Self.backoff(attempt: max(1, relay.attempts))
+                relay.state = .backingOff(seconds: delay)
+            }
+            try? await Task.sleep(for: .seconds(delay))
+        }
+    }
+
+    /// 1 s doubling to 300 s, then ±20% jitter.
+    public static func backoff(attempt: Int, jitter: Double = Double.random(in: -0.2...0.2)) -> Double {
+        let base = min(maximumBackoff, initialBackoff * pow(2, Double(max(0, attempt - 1))))
+        return base * (1 + jitter)
+    }
+
+    private func flush(_ relay: Relay, over connection: WebSocketConnection) {
+        let now = Date()
+        for (id, since) in relay.pendingSince where now.timeIntervalSince(since) > Self.pendingSubscriptionTTL {
+            relay.subscriptions[id] = nil
+        }
+        relay.pendingSince.removeAll()
+        for request in relay.subscriptions.values { try? connection.send(.text(request)) }
+        for text in relay.queue.drain() { try? connection.send(.text(text)) }
+    }
+
+    private func handle(_ message: WebSocketMessage, from relay: String) {
+        guard case .text(let text) = message,
+              let array = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Any],
+              let type = array.first as? String else { return }
+        switch type {
+        case "EVENT" where array.count >= 3:
+            // Events that fail their id or signature check are dropped: a relay cannot forge.
+            guard let subscription = array[1] as? String, let event = try? NostrEvent(jsonObject: array[2]), event.isValid else { return }
+            messagesContinuation.yield(.event(subscription: subscription, event: event, relay: relay))
+        case "EOSE" where array.count >= 2:
+            if let subscription = array[1] as? String { messagesContinuation.yield(.endOfStoredEvents(subscription: subscription, relay: relay)) }
+        case "OK" where array.count >= 3:
+            guard let id = array[1] as? String else { return }
+            let accepted = (array[2] as? Bool) ?? ((array[2] as? NSNumber)?.boolValue ?? false)
+            messagesContinuation.yield(.ok(eventID: id, accepted: accepted, message: array.count > 3 ? (array[3] as? String ?? "") : "", relay: relay))
+        case "NOTICE" where array.count >= 2:
+            messagesContinuation.yield(.notice(array[1] as? String ?? "", relay: relay))
+        case "CLOSED" where array.count >= 2:
+            messagesContinuation.yield(.closed(subscription: array[1] as? String ?? "", message: array.count > 2 ? (array[2] as? String ?? "") : "", relay: relay))
+        default:
+            break
+        }
+    }
+}

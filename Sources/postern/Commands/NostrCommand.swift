@@ -1,0 +1,211 @@
+import BridgeConfig
+import Foundation
+import PosternCore
+
+extension Command {
+    static let nostrSharedOptions: [OptionSpec] = [
+        .value("key-file", "FILE", "the Nostr secret key, 64 hex digits (created 0600 if missing; default <config dir>/nostr-key)"),
+        .value("relay", "URL", repeatable: true, "relay to use instead of the built-in and custom relays"),
+        .value("socks", "[HOST:]PORT", "SOCKS5 listener of this command's tor (default 127.0.0.1:39050)"),
+        .value("data-dir", "DIR", "tor's data directory (default: <state dir>/tor-nostr)"),
+        .value("tor-options-file", "FILE", "extra tor options, one 'Key value' a line (private test networks)"),
+        .value("timeout", "SECONDS", "give up after this long (default 120)"),
+        .flag("json", "print JSON lines"),
+    ]
+
+    static let nostr = Command(
+        name: "nostr",
+        summary: "Send and receive NIP-17 private messages over Nostr relays, through tor",
+        details: """
+        Starts an in-process tor and reaches the relays through it. With the Tor preference off
+        (see BRIDGE-CONFIG.md) the relays are reached directly: a real change in exposure.
+        """,
+        subcommands: [.nostrSend, .nostrListen, .nostrKey])
+
+    static let nostrSend = Command(
+        name: "send", summary: "Send a private message (NIP-17 gift wrap)", synopsis: "--to PUBKEY MESSAGE",
+        options: [.value("to", "PUBKEY", "recipient's public key, 64 hex digits")] + nostrSharedOptions,
+        run: { invocation in try await NostrSession(invocation).send() })
+
+    static let nostrListen = Command(
+        name: "listen", summary: "Print private messages addressed to this key",
+        options: [.value("count", "N", "exit after N messages (default: until interrupted or --timeout)")] + nostrSharedOptions,
+        run: { invocation in try await NostrSession(invocation).listen() })
+
+    static let nostrKey = Command(
+        name: "key", summary: "Print this key's public key (creating the key if needed)",
+        options: [nostrSharedOptions[0]],
+        run: { invocation in
+            let keys = try NostrSession(invocation).loadOrCreateKey()
+            invocation.output.print(keys.publicKeyHex)
+            return 0
+        })
+}
+
+/// One `postern nostr` invocation: its own tor, the relay manager, and the CLI's output.
+struct NostrSession: Sendable {
+    let invocation: Invocation
+
+    init(_ invocation: Invocation) { self.invocation = invocation }
+
+    func loadOrCreateKey() throws -> NostrKeyPair {
+        let path = invocation.arguments.value("key-file") ?? invocation.paths.configDirectory.appendingPathComponent("nostr-key").path
+        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
+            do {
+                return try NostrKeyPair(secretKeyHex: text.trimmingCharacters(in: .whitespacesAndNewlines))
+            } catch {
+                throw CommandFailure("key file \(path): \(error.message)")
+            }
+        }
+        let keys = NostrKeyPair.generate()
+        let directory = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: directory.isEmpty ? "." : directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let temporary = path + ".tmp-\(getpid())"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw CommandFailure("cannot create key file \(path): \(String(cString: strerror(errno)))") }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        try handle.write(contentsOf: Data((keys.secretKey.map { String(format: "%02x", $0) }.joined() + "\n").utf8))
+        try handle.synchronize()
+        try handle.close()
+        guard rename(temporary, path) == 0 else { throw CommandFailure("cannot create key file \(path)") }
+        return keys
+    }
+
+    private var timeout: Double {
+        get throws {
+            guard let text = invocation.arguments.value("timeout") else { return 120 }
+            guard let seconds = Double(text), seconds > 0 else {
+                throw invocation.usageError("--timeout needs a positive number of seconds, not '\(text)'")
+            }
+            return seconds
+        }
+    }
+
+    private func relays() throws -> [String] {
+        let given = invocation.arguments.all("relay")
+        if given.isEmpty {
+            let store = try BridgeStore(directory: invocation.paths.configDirectory.path)
+            let configuration = (try? store.load()) ?? BridgeConfiguration()
+            return NostrRelayManager.relays(for: configuration)
+        }
+        return try given.map { text in
+            do { return try NostrRelayURL(normalizing: text).rawValue } catch { throw invocation.usageError("--relay '\(text)': \(error)") }
+        }
+    }
+
+    /// Starts tor (when the preference wants it) and a connected relay manager.
+    private func start() async throws -> (TorManager, NostrRelayManager, NetworkActivationService) {
+        let arguments = invocation.arguments
+        let socks: SocksEndpoint
+        var options: [TorOption] = []
+        do {
+            socks = try arguments.value("socks").map { try SocksEndpoint(parsing: $0) } ?? .default
+            if let file = arguments.value("tor-options-file") {
+                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                    throw invocation.usageError("cannot read --tor-options-file '\(file)'")
+                }
+                options = try TorOption.parseLines(text)
+            }
+        } catch let error as TorCoreError where error.kind == .usage {
+            throw invocation.usageError(error.message)
+        }
+        let relays = try relays()
+        let tor = TorManager()
+        let store = try BridgeStore(directory: invocation.paths.configDirectory.path)
+        let activation = NetworkActivationService(store: store, readiness: tor, socks: socks)
+        if await activation.shouldRunTor {
+            let dataDirectory = arguments.value("data-dir").map { URL(fileURLWithPath: $0) }
+                ?? invocation.paths.stateDirectory.appendingPathComponent("tor-nostr")
+            try await tor.start(TorConfiguration(dataDirectory: dataDirectory, socks: socks, options: options))
+        }
+        let manager = NostrRelayManager(activation: activation, relays: relays)
+        await manager.connect()
+        return (tor, manager, activation)
+    }
+
+    func send() async throws -> Int32 {
+        let arguments = invocation.arguments
+        guard let recipient = arguments.value("to") else { throw invocation.usageError("send needs --to PUBKEY") }
+        guard recipient.count == 64, recipient.allSatisfy(\.isHexDigit) else {
+            throw invocation.usageError("--to '\(recipient)': a public key is 64 hex digits")
+        }
+        guard arguments.positionals.count == 1 else { throw invocation.usageError("send takes exactly one MESSAGE argument") }
+        let seconds = try timeout
+        let keys = try loadOrCreateKey()
+        let wrap = try NIP17.giftWrap(message: arguments.positionals[0], from: keys, to: recipient.lowercased())
+        let (tor, manager, _) = try await start()
+        let waiting = Task { () -> [String] in
+            var accepted: [String] = []
+            for await message in manager.messages {
+                if case .ok(wrap.id, let ok, let text, let relay) = message {
+                    if ok { accepted.append(relay); break }
+                    invocation.output.error("postern nostr send: \(relay) refused: \(text)")
+                }
+            }
+            return accepted
+        }
+        await manager.publish(wrap)
+        let timer = Task { try await Task.sleep(for: .seconds(seconds)); waiting.cancel() }
+        let accepted = await waiting.value
+        timer.cancel()
+        await manager.disconnect()
+        await tor.shutdown()
+        guard let relay = accepted.first else { throw CommandFailure("no relay accepted the message within \(Int(seconds)) s") }
+        if invocation.json {
+            invocation.output.print("{\"sent\":\"\(wrap.id)\",\"relay\":\"\(relay)\"}")
+        } else {
+            invocation.output.print("sent \(wrap.id) (accepted by \(relay))")
+        }
+        return 0
+    }
+
+    func listen() async throws -> Int32 {
+        let arguments = invocation.arguments
+        var limit: Int?
+        if let text = arguments.value("count") {
+            guard let count = Int(text), count > 0 else { throw invocation.usageError("--count needs a positive number, not '\(text)'") }
+            limit = count
+        }
+        let seconds = try timeout
+        let keys = try loadOrCreateKey()
+        let (tor, manager, _) = try await start()
+        await manager.subscribe(id: "postern-inbox", filterJSON: "{\"kinds\":[1059],\"#p\":[\"\(keys.publicKeyHex)\"]}")
+        if !invocation.json { invocation.output.print("listening as \(keys.publicKeyHex)") }
+        let reader = Task { () -> Int in
+            var seen = Set<String>()
+            for await message in manager.messages {
+                guard case .event(_, let event, _) = message, seen.insert(event.id).inserted else { continue }
+                guard let (sender, rumor) = try? NIP17.unwrap(event, recipient: keys) else { continue }
+                if invocation.json {
+                    invocation.output.print("{\"from\":\"\(sender)\",\"created_at\":\(rumor.createdAt),\"message\":\(jsonString(rumor.content))}")
+                } else {
+                    invocation.output.print("from \(sender): \(rumor.content)")
+                }
+                if let limit, seen.count >= limit { break }
+            }
+            return seen.count
+        }
+        let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
+        let interrupter = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await stop.wait() }
+                group.addTask { try? await Task.sleep(for: .seconds(seconds)) }
+                await group.next()
+                group.cancelAll()
+            }
+            reader.cancel()
+        }
+        let received = await reader.value
+        interrupter.cancel()
+        await manager.disconnect()
+        await tor.shutdown()
+        if let limit, received < limit { throw CommandFailure("received \(received) of \(limit) messages") }
+        return 0
+    }
+
+    private func jsonString(_ text: String) -> String {
+        let data = (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

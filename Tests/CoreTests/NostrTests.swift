@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+@testable import PosternCore
+
+@Suite struct FailClosedQueueTests {
+    @Test func capsAt200DroppingTheOldestAndLogsFirstAndEveryTenthDrop() {
+        var queue = FailClosedQueue<Int>()
+        var logged: [Int] = []
+        for value in 1...235 {
+            if queue.enqueue(value) != nil { logged.append(queue.droppedCount) }
+        }
+        #expect(queue.count == 200)
+        #expect(queue.elements.first == 36 && queue.elements.last == 235)
+        #expect(queue.droppedCount == 35)
+        #expect(logged == [1, 11, 21, 31])
+        #expect(queue.drain().count == 200)
+        #expect(queue.isEmpty)
+    }
+}
+
+@Suite struct NostrRelayPolicyTests {
+    @Test func backoffDoublesFrom1sTo300sWithin20PercentJitter() {
+        let bases = (1...12).map { NostrRelayManager.backoff(attempt: $0, jitter: 0) }
+        #expect(bases == [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300])
+        #expect(NostrRelayManager.backoff(attempt: 3, jitter: 0.2) == 4.8)
+        #expect(NostrRelayManager.backoff(attempt: 3, jitter: -0.2) == 3.2)
+        for _ in 0..<200 {
+            let value = NostrRelayManager.backoff(attempt: 20)
+            #expect(value >= 240 && value <= 360)
+        }
+        #expect(NostrRelayManager.attemptsBeforeCooldown == 10 && NostrRelayManager.cooldown == 600)
+    }
+
+    @Test func unconnectedRelayQueuesSendsAndCapsPendingSubscriptions() async throws {
+        // Preference on, tor never started: nothing connects, everything waits in memory.
+        let activation = NetworkActivationService(store: nil, readiness: TorManager(), readinessWait: .seconds(60))
+        let relay = "ws://127.0.0.1:8999"
+        let manager = NostrRelayManager(activation: activation, relays: [relay])
+        let keys = NostrKeyPair.generate()
+        for index in 0..<205 {
+            await manager.publish(try NostrEvent.signed(kind: 1, content: "\(index)", createdAt: 1_800_000_000, by: keys))
+        }
+        #expect(await manager.queuedCount(for: relay) == 200)
+        for index in 0..<70 { await manager.subscribe(id: "sub-\(index)", filterJSON: "{}") }
+        #expect(await manager.pendingSubscriptionCount(for: relay) == 64)
+    }
+
+    @Test func builtinRelaysAreBitchatsFour() {
+        #expect(NostrRelayManager.builtinRelays == ["wss://relay.damus.io", "wss://nos.lol", "wss://relay.primal.net", "wss://offchain.pub"])
+    }
+
+    @Test func preferenceOffRoutesDirectAndOnNeverDoes() async throws {
+        // A tor that was never started is never ready; one wait of 50 ms keeps the test short.
+        let activation = NetworkActivationService(store: nil, readiness: TorManager(), readinessWait: .milliseconds(50))
+        #expect(await activation.torPreference)
+        #expect(await activation.routeWithoutWaiting() == nil)
+        await #expect(throws: AppLayerError.self) { try await activation.routeWaitingForTor() }
+        await activation.setActivationPermitted(false)
+        #expect(await !activation.shouldRunTor)
+        #expect(await activation.routeWithoutWaiting() == nil, "the policy stopping tor must not open the clear path")
+        try await activation.setTorPreference(false)
+        #expect(await activation.routeWithoutWaiting() == .direct)
+        #expect(try await activation.routeWaitingForTor() == .direct)
+    }
+}
+
+@Suite struct OnionGuardTests {
+    @Test func onionDestinationsAreRefusedOnTheDirectRoute() async throws {
+        let activation = NetworkActivationService(store: nil, readiness: TorManager())
+        try await activation.setTorPreference(false)
+        let onion = "wss://2gzyxa5ihm7nsggfxnu52rck2vv4rvmdlkiu3zzui5du4xyclen53wid.onion/"
+        let error = try await #require(throws: AppLayerError.self) {
+            try await WebSocketConnection.connect(to: URL(string: onion)!, route: .direct)
+        }
+        #expect(error.code == .onionNeedsTor)
+        let httpError = try await #require(throws: AppLayerError.self) {
+            try await ProxiedHTTPClient(activation: activation).get(URL(string: "http://example.onion./relays.csv")!, route: .direct)
+        }
+        #expect(httpError.code == .onionNeedsTor)
+    }
+}
+
+@Suite struct NostrEventTests {
+    @Test func idFollowsNIP01SerializationAndSignatureVerifies() throws {
+        let keys = try NostrKeyPair(secretKeyHex: String(repeating: "01", count: 32))
+        let event = try NostrEvent.signed(kind: 1, content: "line\nquote\" back\\slash tab\t é / 🙂", tags: [["t", "x"]],
+                                          createdAt: 1_700_000_000, by: keys)
+        let preimage = NostrEvent.idPreimage(pubkey: keys.publicKeyHex, createdAt: 1_700_000_000, kind: 1, tags: [["t", "x"]],
+                                             content: "line\nquote\" back\\slash tab\t é / 🙂")
+        #expect(preimage == "[0,\"\(keys.publicKeyHex)\",1700000000,1,[[\"t\",\"x\"]],\"line\\nquote\\\" back\\\\slash tab\\t é / 🙂\"]")
+        #expect(event.isValid)
+        let reparsed = try NostrEvent(json: event.json)
+        #expect(reparsed == event && reparsed.isValid)
+        let tampered = NostrEvent(id: event.id, pubkey: event.pubkey, createdAt: event.createdAt, kind: 1, tags: event.tags,
+                                  content: "changed", sig: event.sig)
+        #expect(!tampered.isValid)
+    }
+
+    @Test func giftWrapRoundTripAndImpersonationIsRejected() throws {
+        let alice = NostrKeyPair.generate(), bob = NostrKeyPair.generate(), mallory = NostrKeyPair.generate()
+        let now = 1_800_000_000
+        let wrap = try NIP17.giftWrap(message: "meet at noon", from: alice, to: bob.publicKeyHex, now: now)
+        #expect(wrap.kind == 1059 && wrap.tags == [["p", bob.publicKeyHex]] && wrap.isValid)
+        #expect(wrap.pubkey != alice.publicKeyHex, "the wrap is signed by a one-time key")
+        #expect(wrap.createdAt <= now && wrap.createdAt > now - 2 * 24 * 3600)
+        let (sender, rumor) = try NIP17.unwrap(wrap, recipient: bob)
+        #expect(sender == alice.publicKeyHex && rumor.content == "meet at noon" && rumor.kind == 14 && rumor.sig.isEmpty)
+        #expect(throws: AppLayerError.self) { try NIP17.unwrap(wrap, recipient: mallory) }
+    }
+}
