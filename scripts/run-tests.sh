@@ -43,7 +43,7 @@ run_group() { # $1 = label, rest = swift test arguments
 echo "== unit, CLI and transport tests (one process)" >&2
 run_group "all but TestBedSuite" --skip '\.TestBedSuite/'
 
-mapfile -t bed_tests < <(in_bed swift test --skip-build list 2>/dev/null | grep '\.TestBedSuite/' | sort -u)
+mapfile -t bed_tests < <(in_bed swift test list --skip-build 2>/dev/null | grep '\.TestBedSuite/' | sort -u)
 echo "== ${#bed_tests[@]} test-bed tests, one process each" >&2
 for test in "${bed_tests[@]}"; do
   pattern=$(printf '%s' "$test" | sed 's/[][().*+?^$|\\{}]/\\&/g')
