@@ -47,7 +47,7 @@ mapfile -t bed_tests < <(in_bed swift test list --skip-build 2>/dev/null | grep 
 echo "== ${#bed_tests[@]} test-bed tests, one process each" >&2
 for test in "${bed_tests[@]}"; do
   pattern=$(printf '%s' "$test" | sed 's/[][().*+?^$|\\{}]/\\&/g')
-  run_group "$test" --filter "^${pattern}\$"
+  run_group "$test" --filter "${pattern#IntegrationTests\\.}"
 done
 
 echo

@@ -180,6 +180,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         } catch {
             failure = error
         }
+        if lock.withLock({ closeSent }) { lingerAfterClose(curl) }
         lock.withLock {
             finished = true
             if receivedClose == nil { receivedClose = WebSocketCloseStatus(code: WebSocketCloseStatus.abnormal) }
@@ -235,6 +236,23 @@ public final class WebSocketConnection: @unchecked Sendable {
                 lock.withLock { finished = true }
                 return
             }
+        }
+    }
+
+    /// After our close frame: get it all out, then read and discard until the server closes (or 2 s
+    /// pass). Closing the socket with unread bytes (say, the rest of an oversize message) would send
+    /// an RST, and the server would lose our close frame and see 1006 instead of our code.
+    private func lingerAfterClose(_ curl: CurlHandle) {
+        let deadline = ContinuousClock.now + .seconds(2)
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while ContinuousClock.now < deadline {
+            let pending = (try? flushOutbox()) ?? false
+            var fds = [pollfd(fd: socket, events: Int16(POLLIN) | (pending ? Int16(POLLOUT) : 0), revents: 0)]
+            _ = poll(&fds, 1, 100)
+            var received = 0
+            let code = buffer.withUnsafeMutableBytes { curl_easy_recv(curl.pointer, $0.baseAddress, $0.count, &received) }
+            if code == CURLE_AGAIN { continue }
+            if (code != CURLE_OK || received == 0) && !pending { return }
         }
     }
 
