@@ -91,6 +91,9 @@ public struct TorConfiguration: Sendable {
     public var bootstrapDeadline: Duration
     /// Options rendered from the user's settings (bridges, transports) or a test network.
     public var options: [TorOption]
+    /// tor's notice-level log names bridges ("new bridge descriptor ... at ADDRESS") despite
+    /// SafeLogging, so by default tor.log gets warnings only. Turn on for --unsafe-logging.
+    public var noticeLevelLog: Bool = false
 
     public init(dataDirectory: URL, socks: SocksEndpoint = .default,
                 bootstrapDeadline: Duration = .seconds(75), options: [TorOption] = []) {
@@ -117,7 +120,7 @@ public struct TorConfiguration: Sendable {
             "__DisableSignalHandlers", "1",
             "ClientOnly", "1",
             "SafeLogging", "1",
-            "Log", "notice file \(logFile.path)",
+            "Log", "\(noticeLevelLog ? "notice" : "warn") file \(logFile.path)",
             "GeoIPFile", "", "GeoIPv6File", "",
             "RunAsDaemon", "0",
         ]

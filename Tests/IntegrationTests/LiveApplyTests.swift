@@ -33,8 +33,10 @@ extension TestBedSuite {
         #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
         #expect(run.interruptAndWait() == 0)
         // Nothing of the bridge reached the output.
-        for secret in [bed["TB_VANILLA_ADDR"], bed["TB_OBFS4_ADDR"]] + bed[bridgeKey].split(separator: " ").map(String.init).filter({ $0.count >= 20 }) {
+        let torLog = (try? String(contentsOf: config.appendingPathComponent("state/tor/tor.log"), encoding: .utf8)) ?? ""
+        for secret in TestBed.bridgeSecrets(bed[bridgeKey]) {
             #expect(!run.output.contains(secret), "bridge data leaked into the output: \(run.output)")
+            #expect(!torLog.contains(secret), "bridge data leaked into tor.log")
         }
     }
 }

@@ -82,3 +82,28 @@ extension TestBedSuite {
         #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
     }
 }
+
+extension TestBedSuite {
+    /// Secrets stay secret when things go wrong: with bridges blocked too, a run through the obfs4
+    /// bridge stalls, and neither its output nor tor's log names the bridge.
+    @Test func blockedBridgeRunNamesNoBridgeInOutputOrLog() async throws {
+        let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
+        try bed.setCensor("block-tor-and-bridges")
+        defer { try? bed.setCensor("none") }
+        let config = TestBed.temporaryDirectory("blocked-bridge")
+        defer { try? FileManager.default.removeItem(at: config) }
+        let run = try RunningPostern(["run", "--config-dir", config.path, "--socks", "39069", "--stall-timeout", "8",
+                                      "--bridge", bed["TB_BRIDGE_OBFS4"], "--tor-options-file", bed["TB_CLIENT_TORRC"]])
+        defer { run.terminate() }
+        let stalled = try await run.waitForLine(containing: "stalled:", timeout: 40)
+        #expect(stalled != nil, "output: \(run.output)")
+        #expect(run.interruptAndWait() == 0)
+        let torLog = (try? String(contentsOf: config.appendingPathComponent("state/tor/tor.log"), encoding: .utf8)) ?? ""
+        let secrets = TestBed.bridgeSecrets(bed["TB_BRIDGE_OBFS4"])
+        #expect(secrets.count >= 4, "address, host, fingerprint and cert: \(secrets.count)")
+        for secret in secrets {
+            #expect(!run.output.contains(secret), "bridge data in the output")
+            #expect(!torLog.contains(secret), "bridge data in tor.log")
+        }
+    }
+}

@@ -47,6 +47,21 @@ struct TestBed: Sendable {
         #expect(result.status == 0, "censor \(scenario): \(result.stderr)")
     }
 
+    /// The parts of a bridge line that must never reach a log: its address (with and without the
+    /// port), fingerprint and long argument values such as the obfs4 cert.
+    static func bridgeSecrets(_ line: String) -> [String] {
+        let words = line.split(separator: " ").map(String.init)
+        var secrets: [String] = []
+        for word in words {
+            if word.contains(":"), let host = word.split(separator: ":").first { secrets += [word, String(host)] }
+            if word.count == 40, word.allSatisfy(\.isHexDigit) { secrets.append(word) }
+            if let equals = word.firstIndex(of: "="), word.distance(from: equals, to: word.endIndex) > 20 {
+                secrets.append(String(word[word.index(after: equals)...]))
+            }
+        }
+        return secrets
+    }
+
     static var script: URL { ProcessRunner.packageRoot.appendingPathComponent("scripts/testbed") }
 
     /// Fetches `url` through a SOCKS5 proxy with remote DNS (curl --socks5-hostname).

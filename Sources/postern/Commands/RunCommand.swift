@@ -181,7 +181,10 @@ final class RunSession: Sendable {
             }
             options += plan.options
             let dataDirectory = arguments.value("data-dir").map { URL(fileURLWithPath: $0) } ?? invocation.paths.torDataDirectory
-            return TorConfiguration(dataDirectory: dataDirectory, socks: socks, bootstrapDeadline: deadline, options: options)
+            var configuration = TorConfiguration(dataDirectory: dataDirectory, socks: socks, bootstrapDeadline: deadline,
+                                                 options: options)
+            configuration.noticeLevelLog = invocation.unsafeLogging
+            return configuration
         } catch let error as TorCoreError where error.kind == .usage {
             throw invocation.usageError(error.message)
         }
