@@ -5,10 +5,10 @@
 #
 #   build.sh OUTDIR [broker server vectors]
 #
-# Debian installs snowflake under .../snowflake.git and kcp-go under .../kcp-go, but the code
-# imports them by their module paths (.../snowflake.git/v2, github.com/xtaci/kcp-go/v5). GOPATH
-# mode does not map those, so a small GOPATH in OUTDIR links the /vN paths to Debian's trees and
-# comes first in GOPATH.
+# Debian installs some modules without their major-version suffix (snowflake under .../snowflake.git,
+# kcp-go under .../kcp-go, pion/webrtc...), but code imports them by module path (.../snowflake.git/v2,
+# github.com/xtaci/kcp-go/v5). GOPATH mode does not map those, so a small GOPATH in OUTDIR links
+# each /vN path to Debian's tree and comes first in GOPATH.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out="${1:?usage: build.sh OUTDIR [TOOL...]}"; shift
@@ -23,10 +23,14 @@ done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 links="$out/gopath/src"
-mkdir -p "$links/git.torproject.org/pluggable-transports/snowflake.git" "$links/github.com/xtaci/kcp-go"
-ln -sfn "$gocode/git.torproject.org/pluggable-transports/snowflake.git" \
-  "$links/git.torproject.org/pluggable-transports/snowflake.git/v2"
-ln -sfn "$gocode/github.com/xtaci/kcp-go" "$links/github.com/xtaci/kcp-go/v5"
+# Every Debian tree whose go.mod names a /vN module path that differs from its directory.
+while IFS= read -r gomod; do
+  dir=${gomod#"$gocode/"}; dir=${dir%/go.mod}
+  module=$(awk '/^module / { gsub(/"/, "", $2); print $2; exit }' "$gomod")
+  [[ "$module" == "$dir/v"[0-9]* ]] || continue
+  mkdir -p "$links/$dir"
+  ln -sfn "$gocode/$dir" "$links/$module"
+done < <(find "$gocode" -name go.mod -not -path '*/testdata/*' -not -path '*/vendor/*')
 export GOPATH="$out/gopath:/usr/share/gocode" GO111MODULE=off GOPROXY=off GOFLAGS="" \
   GOCACHE="$out/gocache" GOTOOLCHAIN=local
 for tool in "${tools[@]}"; do
