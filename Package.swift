@@ -28,6 +28,9 @@ let package = Package(
         .target(name: "TransportBase", dependencies: ["BridgeConfig"], path: "Sources/Transports/Base"),
         .target(name: "Obfs4Transport", dependencies: ["TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
+        // Snowflake client protocol pieces: self-contained (its own byte-stream abstraction) until
+        // TransportBase's API settles.
+        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig"], path: "Sources/Transports/snowflake"),
         .target(name: "PosternCore", dependencies: ["CTor", "BridgeConfig", "TransportBase"],
                 path: "Sources/Core",
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
@@ -46,6 +49,8 @@ let package = Package(
                           path: "Fuzz/BridgeParser", swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
         .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig"],
                     path: "Tests/TransportTests"),
+        .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport"], path: "Tests/SnowflakeTests",
+                    resources: [.copy("Vectors")]),
         .testTarget(name: "CoreTests", dependencies: ["PosternCore"], path: "Tests/CoreTests"),
         .testTarget(name: "CLITests", path: "Tests/CLITests"),
         .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport"],
