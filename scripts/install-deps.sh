@@ -7,6 +7,8 @@ PACKAGES=(
   gcc make patch pkg-config dpkg-dev libevent-dev libssl-dev zlib1g-dev libzstd-dev liblzma-dev libsodium-dev
   # test bed: real peers and the censor
   tor obfs4proxy nftables iproute2 curl python3 procps psmisc
+  # test bed: snowflake stack (proxies, STUN, reference client; Go sources for our broker/server)
+  snowflake-proxy snowflake-client coturn golang-go golang-snowflake-dev
 )
 missing=()
 for p in "${PACKAGES[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
@@ -20,6 +22,10 @@ fi
 # own tor processes, so a system tor only wastes resources.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet tor 2>/dev/null; then
   systemctl stop tor || true
+fi
+# Likewise coturn: the test bed runs its own STUN-only turnserver in the namespace.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet coturn 2>/dev/null; then
+  systemctl stop coturn || true
 fi
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
 command -v swift >/dev/null || { echo "install-deps: swift not found (expected on PATH or at /opt/swift)" >&2; exit 1; }
