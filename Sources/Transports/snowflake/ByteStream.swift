@@ -50,6 +50,11 @@ public final class TCPByteStream: SnowflakeByteStream {
         self.descriptor = Mutex(descriptor)
     }
 
+    /// Takes ownership of a connected socket (e.g. from accept); it is closed with the stream.
+    static func adopting(descriptor: Int32) -> TCPByteStream {
+        TCPByteStream(descriptor: descriptor)
+    }
+
     deinit {
         descriptor.withLock { fd in
             if fd >= 0 { _ = Glibc.close(fd) }
