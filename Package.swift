@@ -8,6 +8,13 @@ import Foundation
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 let torPrefix = "\(packageDirectory)/.deps/tor"
 
+// libnice's and GLib's headers (what `pkg-config --cflags nice` names); glibconfig.h lives in the
+// multiarch library directory.
+let glibConfigDirectory = ["x86_64-linux-gnu", "aarch64-linux-gnu"]
+    .map { "/usr/lib/\($0)/glib-2.0/include" }
+    .first { FileManager.default.fileExists(atPath: $0) } ?? "/usr/lib/glib-2.0/include"
+let niceIncludeFlags = ["/usr/include/nice", "/usr/include/glib-2.0", glibConfigDirectory].flatMap { ["-Xcc", "-I\($0)"] }
+
 let package = Package(
     name: "Postern",
     platforms: [.macOS(.v14)],
@@ -30,7 +37,11 @@ let package = Package(
                 path: "Sources/Transports/obfs4"),
         // Snowflake client protocol pieces: self-contained (its own byte-stream abstraction) until
         // TransportBase's API settles.
-        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig"], path: "Sources/Transports/snowflake"),
+        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "CNice"], path: "Sources/Transports/snowflake",
+                swiftSettings: [.unsafeFlags(niceIncludeFlags)]),
+        // libnice (Debian libnice-dev) for snowflake's ICE. Include paths come from niceIncludeFlags
+        // rather than pkgConfig, whose -pthread makes SwiftPM warn on every build.
+        .systemLibrary(name: "CNice", path: "Sources/CNice"),
         .target(name: "PosternCore", dependencies: ["CTor", "BridgeConfig", "TransportBase"],
                 path: "Sources/Core",
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
