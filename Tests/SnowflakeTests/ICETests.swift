@@ -6,7 +6,7 @@ import Testing
 /// test bed's loopback, STUN from the test bed's coturn: the pair becomes ready and the proxy, which
 /// answered setup:active, starts DTLS by sending us its ClientHello.
 @Suite(.serialized) struct ICETestBedTests {
-    @Test(.timeLimit(.minutes(1))) func iceConnectsToARealProxyAndDTLSBegins() async throws {
+    @Test(.timeLimit(.minutes(2))) func iceConnectsToARealProxyAndDTLSBegins() async throws {
         let bed = try SnowflakeTestBed.require()
         let stun = bed["TB_SNOWFLAKE_STUN"].dropFirst("stun:".count).split(separator: ":")
         let agent = try ICEAgent(stunServer: (String(stun[0]), UInt16(stun[1]) ?? 3478), localAddresses: ["127.0.0.1"])
@@ -18,7 +18,7 @@ import Testing
                                      candidates: local.candidates)
         let rendezvous = BrokerRendezvous(endpoint: try BrokerEndpoint(url: try #require(URL(string: bed["TB_SNOWFLAKE_BROKER_URL"]))),
                                           connector: PlainTCPConnector())
-        let response = try await rendezvous.exchange(ClientPollRequest(offer: offer.sessionDescription, nat: .unknown,
+        let response = try await rendezvous.exchangeWaitingForAProxy(ClientPollRequest(offer: offer.sessionDescription, nat: .unknown,
                                                                        fingerprint: bed.fingerprint))
         let answer = try DataChannelAnswer(sdp: try response.requireAnswer().sdp)
         try await agent.connect(usernameFragment: answer.iceUsernameFragment, password: answer.icePassword,

@@ -39,7 +39,7 @@ import Testing
 /// Our SDP offer through the test bed's broker to Debian's snowflake-proxy (pion): the proxy
 /// accepts it (it only answers after SetRemoteDescription succeeded) and its answer parses.
 @Suite(.serialized) struct SDPTestBedTests {
-    @Test func realProxyAnswersOurOffer() async throws {
+    @Test(.timeLimit(.minutes(2))) func realProxyAnswersOurOffer() async throws {
         let bed = try SnowflakeTestBed.require()
         let credentials = DataChannelOffer.randomCredentials()
         let offer = DataChannelOffer(iceUsernameFragment: credentials.usernameFragment, icePassword: credentials.password,
@@ -49,7 +49,7 @@ import Testing
                                                                relatedAddress: "0.0.0.0", relatedPort: 9)])
         let rendezvous = BrokerRendezvous(endpoint: try BrokerEndpoint(url: try #require(URL(string: bed["TB_SNOWFLAKE_BROKER_URL"]))),
                                           connector: PlainTCPConnector())
-        let response = try await rendezvous.exchange(ClientPollRequest(offer: offer.sessionDescription, nat: .unknown,
+        let response = try await rendezvous.exchangeWaitingForAProxy(ClientPollRequest(offer: offer.sessionDescription, nat: .unknown,
                                                                        fingerprint: bed.fingerprint))
         let answer = try DataChannelAnswer(sdp: try response.requireAnswer().sdp)
         #expect(answer.setup == "active")
