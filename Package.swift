@@ -37,13 +37,15 @@ let package = Package(
                 path: "Sources/Transports/obfs4"),
         // Snowflake client protocol pieces: self-contained (its own byte-stream abstraction) until
         // TransportBase's API settles.
-        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "CNice", "COpenSSL"], path: "Sources/Transports/snowflake",
+        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "CNice", "COpenSSL", "CUsrsctp"], path: "Sources/Transports/snowflake",
                 swiftSettings: [.unsafeFlags(niceIncludeFlags)]),
         // libnice (Debian libnice-dev) for snowflake's ICE. Include paths come from niceIncludeFlags
         // rather than pkgConfig, whose -pthread makes SwiftPM warn on every build.
         .systemLibrary(name: "CNice", path: "Sources/CNice"),
         // OpenSSL 3 (Debian libssl-dev) for snowflake's DTLS.
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
+        // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
+        .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
         .target(name: "PosternCore", dependencies: ["CTor", "BridgeConfig", "TransportBase"],
                 path: "Sources/Core",
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),

@@ -13,91 +13,106 @@ import Testing
         let relay = try #require(URL(string: bed["TB_SNOWFLAKE_RELAY_URL"]))
         let listener = try SOCKSSessionListener(relay: relay)
         defer { listener.stop() }
-
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-sf-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let socksPort = 19_180 + Int.random(in: 0..<400)
-        let bridge = bed["TB_BRIDGE_SNOWFLAKE"]
-        let torrc = try String(contentsOfFile: bed["TB_CLIENT_TORRC"], encoding: .utf8) + """
-            DataDirectory \(directory.path)
-            Log notice file \(directory.path)/notice.log
-            SocksPort 127.0.0.1:\(socksPort)
-            GeoIPFile ""
-            GeoIPv6File ""
-            UseBridges 1
-            ClientTransportPlugin snowflake socks5 127.0.0.1:\(listener.port)
-            __OwningControllerProcess \(getpid())
-            Bridge \(bridge)
-
-            """
-        try torrc.write(to: directory.appendingPathComponent("torrc"), atomically: true, encoding: .utf8)
-        let tor = Process()
-        tor.executableURL = URL(fileURLWithPath: "/usr/sbin/tor")
-        tor.arguments = ["--defaults-torrc", "/dev/null", "-f", directory.appendingPathComponent("torrc").path]
-        tor.standardOutput = FileHandle.nullDevice
-        tor.standardError = FileHandle.nullDevice
-        try tor.run()
-        // SIGKILL: the child inherits the test process's blocked signal mask, so SIGTERM would wait.
-        defer {
-            kill(tor.processIdentifier, SIGKILL)
-            tor.waitUntilExit()
-        }
-
-        let started = ContinuousClock.now
-        var bootstrapped = false
-        while ContinuousClock.now - started < .seconds(90) {
-            let log = (try? String(contentsOfFile: directory.appendingPathComponent("notice.log").path, encoding: .utf8)) ?? ""
-            if log.contains("Bootstrapped 100%") { bootstrapped = true; break }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        let bootTime = ContinuousClock.now - started
-        try #require(bootstrapped, "tor did not bootstrap through our session within 90 s")
+        let result = try await runTorAndFetchBlob(bed: bed, transportPort: listener.port)
         #expect(listener.sessionsStarted >= 1)
-
-        let blob = directory.appendingPathComponent("blob.bin")
-        let fetchStart = ContinuousClock.now
-        let curl = Process()
-        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        curl.arguments = ["--silent", "--show-error", "--fail", "--max-time", "90", "--socks5-hostname",
-                          "127.0.0.1:\(socksPort)", "--output", blob.path, bed["TB_BLOB_URL"]]
-        try curl.run()
-        // Never block the cooperative pool (two threads here): the session runs on it.
-        while curl.isRunning { try await Task.sleep(for: .milliseconds(100)) }
-        let fetchTime = ContinuousClock.now - fetchStart
-        #expect(curl.terminationStatus == 0)
-        let data = try Data(contentsOf: blob)
-        #expect(data.count == Int(bed["TB_BLOB_SIZE"]))
-        let sum = Process()
-        sum.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        sum.arguments = [blob.path]
-        let pipe = Pipe()
-        sum.standardOutput = pipe
-        try sum.run()
-        while sum.isRunning { try await Task.sleep(for: .milliseconds(50)) }
-        let digest = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix(64)
-        #expect(String(digest) == bed["TB_BLOB_SHA256"])
+        #expect(result.blobOK)
         // Timings for the report (not asserted: speed belongs in benchmarks).
-        print("snowflake session: tor bootstrapped in \(bootTime), 4 MiB blob in \(fetchTime)")
+        print("snowflake session: tor bootstrapped in \(result.bootstrap), 4 MiB blob in \(result.fetch)")
     }
+}
+
+/// Runs a plain tor client of the test bed whose snowflake bridge goes through the SOCKS5 listener
+/// on `transportPort`, waits for "Bootstrapped 100%" (90 s at most), fetches the 4 MiB blob through
+/// it and checks size and sha256.
+func runTorAndFetchBlob(bed: SnowflakeTestBed, transportPort: UInt16) async throws
+    -> (bootstrap: Duration, fetch: Duration, blobOK: Bool) {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-sf-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                            attributes: [.posixPermissions: 0o700])
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let socksPort = 19_180 + Int.random(in: 0..<400)
+    let torrc = try String(contentsOfFile: bed["TB_CLIENT_TORRC"], encoding: .utf8) + """
+        DataDirectory \(directory.path)
+        Log notice file \(directory.path)/notice.log
+        SocksPort 127.0.0.1:\(socksPort)
+        GeoIPFile ""
+        GeoIPv6File ""
+        UseBridges 1
+        ClientTransportPlugin snowflake socks5 127.0.0.1:\(transportPort)
+        __OwningControllerProcess \(getpid())
+        Bridge \(bed["TB_BRIDGE_SNOWFLAKE"])
+
+        """
+    try torrc.write(to: directory.appendingPathComponent("torrc"), atomically: true, encoding: .utf8)
+    let tor = Process()
+    tor.executableURL = URL(fileURLWithPath: "/usr/sbin/tor")
+    tor.arguments = ["--defaults-torrc", "/dev/null", "-f", directory.appendingPathComponent("torrc").path]
+    tor.standardOutput = FileHandle.nullDevice
+    tor.standardError = FileHandle.nullDevice
+    try tor.run()
+    // SIGKILL: the child inherits the test process's blocked signal mask, so SIGTERM would wait.
+    defer {
+        kill(tor.processIdentifier, SIGKILL)
+        tor.waitUntilExit()
+    }
+
+    let started = ContinuousClock.now
+    var bootstrapped = false
+    while ContinuousClock.now - started < .seconds(90) {
+        let log = (try? String(contentsOfFile: directory.appendingPathComponent("notice.log").path, encoding: .utf8)) ?? ""
+        if log.contains("Bootstrapped 100%") { bootstrapped = true; break }
+        try await Task.sleep(for: .milliseconds(200))
+    }
+    let bootTime = ContinuousClock.now - started
+    try #require(bootstrapped, "tor did not bootstrap through the snowflake transport within 90 s")
+
+    let blob = directory.appendingPathComponent("blob.bin")
+    let fetchStart = ContinuousClock.now
+    let curl = Process()
+    curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+    curl.arguments = ["--silent", "--show-error", "--fail", "--max-time", "90", "--socks5-hostname",
+                      "127.0.0.1:\(socksPort)", "--output", blob.path, bed["TB_BLOB_URL"]]
+    try curl.run()
+    // Never block the cooperative pool (two threads here): the session runs on it.
+    while curl.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+    let fetchTime = ContinuousClock.now - fetchStart
+    guard curl.terminationStatus == 0, let data = try? Data(contentsOf: blob), data.count == Int(bed["TB_BLOB_SIZE"]) else {
+        return (bootTime, fetchTime, false)
+    }
+    let sum = Process()
+    sum.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+    sum.arguments = [blob.path]
+    let pipe = Pipe()
+    sum.standardOutput = pipe
+    try sum.run()
+    while sum.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+    let digest = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix(64)
+    return (bootTime, fetchTime, String(digest) == bed["TB_BLOB_SHA256"])
 }
 
 /// A loopback SOCKS5 listener that runs every accepted connection over a new SnowflakeSession on a
 /// WebSocket to `relay`. It ignores the CONNECT target and the PT arguments (as snowflake does),
 /// and grants at once.
 final class SOCKSSessionListener: @unchecked Sendable {
+    typealias CarrierFactory = @Sendable () async throws -> any SnowflakeByteStream
     let port: UInt16
     private let fd: Int32
-    private let relay: URL
+    private let makeCarrier: CarrierFactory
     private let counter = NSLock()
     private var started = 0
     private var thread: Thread?
 
     var sessionsStarted: Int { counter.withLock { started } }
 
-    init(relay: URL) throws {
-        self.relay = relay
+    /// Each session over a WebSocket straight to the server at `relay`.
+    convenience init(relay: URL) throws {
+        try self.init {
+            try await WebSocketByteStream.connect(url: relay, connector: PlainTCPConnector(timeoutSeconds: 120))
+        }
+    }
+
+    init(makeCarrier: @escaping CarrierFactory) throws {
+        self.makeCarrier = makeCarrier
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -128,13 +143,13 @@ final class SOCKSSessionListener: @unchecked Sendable {
             let client = accept(fd, nil, nil)
             if client < 0 { return }
             let stream = TCPByteStream.adopting(descriptor: client)
-            let relay = relay
+            let makeCarrier = makeCarrier
             counter.withLock { started += 1 }
-            Task { await Self.serve(stream, relay: relay) }
+            Task { await Self.serve(stream, makeCarrier: makeCarrier) }
         }
     }
 
-    private static func serve(_ client: TCPByteStream, relay: URL) async {
+    private static func serve(_ client: TCPByteStream, makeCarrier: CarrierFactory) async {
         do {
             var buffer: [UInt8] = []
             func need(_ n: Int) async throws -> [UInt8] {
@@ -167,7 +182,7 @@ final class SOCKSSessionListener: @unchecked Sendable {
             }
             try await client.write([5, 0, 0, 1, 0, 0, 0, 0, 0, 0])
 
-            let carrier = try await WebSocketByteStream.connect(url: relay, connector: PlainTCPConnector(timeoutSeconds: 120))
+            let carrier = try await makeCarrier()
             let session = SnowflakeSession()
             try await session.start(carrier: carrier)
             if !buffer.isEmpty { try await session.write(buffer) }
