@@ -64,4 +64,19 @@ extension SnowflakeTestBed {
         #expect(result.blobOK)
         print("snowflake over WebRTC: tor bootstrapped in \(result.bootstrap), 4 MiB blob in \(result.fetch)")
     }
+
+    /// The proxy goes away after bootstrap (we close its data channel); the session rendezvous
+    /// with the other proxy, sends the same ClientID, and the blob still arrives intact.
+    @Test(.timeLimit(.minutes(3))) func sessionMovesToAnotherProxy() async throws {
+        let bed = try SnowflakeTestBed.require()
+        let listener = try SOCKSSessionListener { try await bed.dialDataChannel() }
+        defer { listener.stop() }
+        let result = try await runTorAndFetchBlob(bed: bed, transportPort: listener.port) {
+            await listener.abandonAllCarriers()
+        }
+        #expect(result.blobOK)
+        #expect(await listener.mostCarriersUsed() >= 2)
+        #expect(listener.sessionsStarted == 1)
+        print("snowflake over WebRTC with a proxy change: bootstrap \(result.bootstrap), blob \(result.fetch)")
+    }
 }

@@ -19,12 +19,28 @@ import Testing
         // Timings for the report (not asserted: speed belongs in benchmarks).
         print("snowflake session: tor bootstrapped in \(result.bootstrap), 4 MiB blob in \(result.fetch)")
     }
+
+    /// After bootstrap every carrier is dropped; the sessions redial with the same ClientID and
+    /// KCP conversation, tor's connection survives, and the blob still arrives intact.
+    @Test(.timeLimit(.minutes(3))) func sessionsSurviveALostCarrier() async throws {
+        let bed = try SnowflakeTestBed.require()
+        let relay = try #require(URL(string: bed["TB_SNOWFLAKE_RELAY_URL"]))
+        let listener = try SOCKSSessionListener(relay: relay)
+        defer { listener.stop() }
+        let result = try await runTorAndFetchBlob(bed: bed, transportPort: listener.port) {
+            await listener.abandonAllCarriers()
+        }
+        #expect(result.blobOK)
+        #expect(await listener.mostCarriersUsed() >= 2)
+        #expect(listener.sessionsStarted == 1, "tor kept its one connection: the session, not tor, recovered")
+    }
 }
 
 /// Runs a plain tor client of the test bed whose snowflake bridge goes through the SOCKS5 listener
 /// on `transportPort`, waits for "Bootstrapped 100%" (90 s at most), fetches the 4 MiB blob through
 /// it and checks size and sha256.
-func runTorAndFetchBlob(bed: SnowflakeTestBed, transportPort: UInt16) async throws
+func runTorAndFetchBlob(bed: SnowflakeTestBed, transportPort: UInt16,
+                        afterBootstrap: @Sendable () async -> Void = {}) async throws
     -> (bootstrap: Duration, fetch: Duration, blobOK: Bool) {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-sf-\(UUID().uuidString.prefix(8))")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
@@ -65,6 +81,7 @@ func runTorAndFetchBlob(bed: SnowflakeTestBed, transportPort: UInt16) async thro
     }
     let bootTime = ContinuousClock.now - started
     try #require(bootstrapped, "tor did not bootstrap through the snowflake transport within 90 s")
+    await afterBootstrap()
 
     let blob = directory.appendingPathComponent("blob.bin")
     let fetchStart = ContinuousClock.now
@@ -100,9 +117,22 @@ final class SOCKSSessionListener: @unchecked Sendable {
     private let makeCarrier: CarrierFactory
     private let counter = NSLock()
     private var started = 0
+    private var sessions: [SnowflakeSession] = []
     private var thread: Thread?
 
     var sessionsStarted: Int { counter.withLock { started } }
+
+    /// Drops every session's current carrier, as if its proxy had gone away.
+    func abandonAllCarriers() async {
+        for session in counter.withLock({ sessions }) { await session.abandonCarrier() }
+    }
+
+    /// The most carriers any one session has used.
+    func mostCarriersUsed() async -> Int {
+        var most = 0
+        for session in counter.withLock({ sessions }) { most = max(most, await session.carriersUsed) }
+        return most
+    }
 
     /// Each session over a WebSocket straight to the server at `relay`.
     convenience init(relay: URL) throws {
@@ -144,12 +174,16 @@ final class SOCKSSessionListener: @unchecked Sendable {
             if client < 0 { return }
             let stream = TCPByteStream.adopting(descriptor: client)
             let makeCarrier = makeCarrier
-            counter.withLock { started += 1 }
-            Task { await Self.serve(stream, makeCarrier: makeCarrier) }
+            let session = SnowflakeSession()
+            counter.withLock {
+                started += 1
+                sessions.append(session)
+            }
+            Task { await Self.serve(stream, session: session, makeCarrier: makeCarrier) }
         }
     }
 
-    private static func serve(_ client: TCPByteStream, makeCarrier: CarrierFactory) async {
+    private static func serve(_ client: TCPByteStream, session: SnowflakeSession, makeCarrier: @escaping CarrierFactory) async {
         do {
             var buffer: [UInt8] = []
             func need(_ n: Int) async throws -> [UInt8] {
@@ -182,9 +216,7 @@ final class SOCKSSessionListener: @unchecked Sendable {
             }
             try await client.write([5, 0, 0, 1, 0, 0, 0, 0, 0, 0])
 
-            let carrier = try await makeCarrier()
-            let session = SnowflakeSession()
-            try await session.start(carrier: carrier)
+            try await session.start(dialer: makeCarrier)
             if !buffer.isEmpty { try await session.write(buffer) }
             let upstream = Task {
                 while true {
