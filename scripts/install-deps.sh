@@ -5,6 +5,8 @@ set -euo pipefail
 PACKAGES=(
   # build
   gcc make patch pkg-config dpkg-dev libevent-dev libssl-dev zlib1g-dev libzstd-dev liblzma-dev libsodium-dev
+  # snowflake's WebRTC data channel: ICE and SCTP (DTLS uses libssl-dev above)
+  libnice-dev libusrsctp-dev
   # test bed: real peers and the censor
   tor obfs4proxy nftables iproute2 curl python3 procps psmisc
   # test bed: snowflake stack (proxies, STUN, reference client; Go sources for our broker/server)
