@@ -39,6 +39,7 @@ for tool in "${tools[@]}"; do
   if [[ -x "$out/snowflake-test-$tool" && -z "$(find "$here/$tool" -newer "$out/snowflake-test-$tool" -name '*.go')" ]]; then
     continue
   fi
-  (cd "$here/$tool" && go build -trimpath -o "$out/snowflake-test-$tool.tmp" main.go)
-  mv "$out/snowflake-test-$tool.tmp" "$out/snowflake-test-$tool"
+  # A private temporary name: two test beds may build into the same OUTDIR at once.
+  (cd "$here/$tool" && go build -trimpath -o "$out/snowflake-test-$tool.tmp.$$" main.go)
+  mv -f "$out/snowflake-test-$tool.tmp.$$" "$out/snowflake-test-$tool"
 done
