@@ -10,7 +10,7 @@ PACKAGES=(
   # test bed: real peers and the censor
   tor obfs4proxy nftables iproute2 curl python3 procps psmisc
   # test bed: snowflake stack (proxies, STUN, reference client; Go sources for our broker/server)
-  snowflake-proxy snowflake-client coturn golang-go golang-snowflake-dev
+  snowflake-proxy snowflake-client coturn golang-go golang-snowflake-dev openssl
 )
 missing=()
 for p in "${PACKAGES[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done

@@ -18,6 +18,9 @@
 // As upstream: a client is answered at once with "no snowflake proxies currently available"
 // when no proxy is waiting, and waits at most 10 s for the proxy's answer.
 //
+// With -tls-listen/-tls-cert/-tls-key it serves the same routes over HTTPS as well, so that
+// clients' TLS (SNI, certificate checks, domain fronting) can be tested against it.
+//
 // Deliberate difference: NAT types are not matched (upstream pairs restricted/unknown clients
 // only with unrestricted proxies); on loopback every party reports "unknown".
 package main
@@ -296,6 +299,9 @@ func (b *broker) logStats() {
 
 func main() {
 	listen := flag.String("listen", "127.0.5.1:8080", "address of the HTTP listener")
+	tlsListen := flag.String("tls-listen", "", "address of an additional HTTPS listener")
+	tlsCert := flag.String("tls-cert", "", "PEM certificate (chain) for -tls-listen")
+	tlsKey := flag.String("tls-key", "", "PEM private key for -tls-listen")
 	b := &broker{bridges: bridgeList{}, pending: map[string]*offer{}}
 	flag.Var(b.bridges, "bridge", "FINGERPRINT=RELAY_URL (repeatable)")
 	flag.Parse()
@@ -322,12 +328,29 @@ func main() {
 	}
 	log.Printf("snowflake test broker on http://%s/, bridges %v", *listen, b.bridges)
 	server := &http.Server{Handler: mux}
+	var tlsServer *http.Server
+	if *tlsListen != "" {
+		tlsLn, err := net.Listen("tcp", *tlsListen)
+		if err != nil {
+			log.Fatalf("listen %s: %v", *tlsListen, err)
+		}
+		tlsServer = &http.Server{Handler: mux}
+		go func() {
+			if err := tlsServer.ServeTLS(tlsLn, *tlsCert, *tlsKey); err != nil && err != http.ErrServerClosed {
+				log.Fatalf("serve TLS: %v", err)
+			}
+		}()
+		log.Printf("also on https://%s/", *tlsListen)
+	}
 	go func() {
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 		for s := range sig {
 			b.logStats()
 			if s != syscall.SIGUSR1 {
+				if tlsServer != nil {
+					tlsServer.Close()
+				}
 				server.Close()
 				return
 			}
