@@ -1,3 +1,4 @@
+import BridgeConfig
 import Foundation
 import Glibc
 import Testing
@@ -25,6 +26,20 @@ extension SnowflakeTestBed {
 }
 
 @Suite struct DataChannelProtocolTests {
+    @Test func localHostCandidatesAreRecognised() throws {
+        func host(_ address: String, _ type: String = "host") -> ICECandidate {
+            ICECandidate(foundation: "1", component: 1, priority: 1, address: address, port: 9, type: type)
+        }
+        for address in ["10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "127.0.0.1", "169.254.1.1",
+                        "100.64.0.1", "100.127.255.255", "0.0.0.0", "::1", "fe80::1", "fd00::1"] {
+            #expect(isLocalHostCandidate(host(address)), "\(address)")
+        }
+        for address in ["8.8.8.8", "172.32.0.1", "100.128.0.1", "192.0.2.1", "2001:db8::1"] {
+            #expect(!isLocalHostCandidate(host(address)), "\(address)")
+        }
+        #expect(!isLocalHostCandidate(host("127.0.0.1", "srflx")), "only host candidates are filtered")
+    }
+
     @Test func openMessageFollowsRFC8832() {
         let open = DataChannelProtocol.openMessage(label: "snowflake-0123456789abcdef")
         #expect(Array(open.prefix(12)) == [3, 0, 0, 0, 0, 0, 0, 0, 0, 26, 0, 0])
@@ -54,11 +69,15 @@ extension SnowflakeTestBed {
         #expect(reply.first == 0x16 && reply.count > 5 && reply[1] == 0x03 && reply[5] == 0x02)
     }
 
-    /// tor → our SOCKS stand-in → SnowflakeSession → our WebRTC data channel → snowflake-proxy →
-    /// server → bridge; bootstrap, then the 4 MiB blob with its sha256.
+    /// tor → our SOCKS stand-in → SnowflakeSession → SnowflakeDialer (options from the test bed's
+    /// bridge line) → our WebRTC data channel → snowflake-proxy → server → bridge; bootstrap, then
+    /// the 4 MiB blob with its sha256.
     @Test(.timeLimit(.minutes(3))) func torBootstrapsAndFetchesTheBlobThroughARealProxy() async throws {
         let bed = try SnowflakeTestBed.require()
-        let listener = try SOCKSSessionListener { try await bed.dialDataChannel() }
+        let options = try SnowflakeOptions(arguments: try BridgeLine(validating: bed["TB_BRIDGE_SNOWFLAKE"]).arguments)
+        let dialer = SnowflakeDialer(options: options, connector: PlainTCPConnector(), localAddresses: ["127.0.0.1"],
+                                     keepLocalAddresses: true)
+        let listener = try SOCKSSessionListener { try await dialer.dial() }
         defer { listener.stop() }
         let result = try await runTorAndFetchBlob(bed: bed, transportPort: listener.port)
         #expect(result.blobOK)

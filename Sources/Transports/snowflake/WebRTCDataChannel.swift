@@ -185,8 +185,10 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
     ///   - stunServer: from the bridge line's `ice=` (IP literal).
     ///   - localAddresses: addresses to gather host candidates on (the test bed: 127.0.0.1).
     ///   - openTimeout: the reference client's 10 s for the channel to open after the answer.
+    ///   - candidateFilter: which gathered candidates go into the offer.
     public static func dial(rendezvous: BrokerRendezvous, fingerprint: String, stunServer: (ip: String, port: UInt16)?,
                             localAddresses: [String] = [], openTimeout: Duration = .seconds(10),
+                            candidateFilter: @Sendable (ICECandidate) -> Bool = { _ in true },
                             poll: @Sendable (BrokerRendezvous, ClientPollRequest) async throws -> ClientPollResponse = { try await $0.exchange($1) })
         async throws -> WebRTCDataChannel {
         _ = sctpStack
@@ -195,7 +197,7 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
         let digest = dtls.certificateDigest
         let local = try await ice.gather()
         let offer = DataChannelOffer(iceUsernameFragment: local.usernameFragment, icePassword: local.password,
-                                     certificateDigest: digest, candidates: local.candidates)
+                                     certificateDigest: digest, candidates: local.candidates.filter(candidateFilter))
         let response = try await poll(rendezvous, ClientPollRequest(offer: offer.sessionDescription, nat: .unknown,
                                                                     fingerprint: fingerprint))
         let answer = try DataChannelAnswer(sdp: try response.requireAnswer().sdp)
