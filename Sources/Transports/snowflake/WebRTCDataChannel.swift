@@ -176,6 +176,10 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
         self.core = core
     }
 
+    deinit {
+        close()
+    }
+
     /// The usrsctp stack, started once per process.
     private static let sctpStack: Void = postern_sctp_initialize()
 
