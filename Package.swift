@@ -8,6 +8,13 @@ import Foundation
 let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 let torPrefix = "\(packageDirectory)/.deps/tor"
 
+// libnice's and GLib's headers (what `pkg-config --cflags nice` names); glibconfig.h lives in the
+// multiarch library directory.
+let glibConfigDirectory = ["x86_64-linux-gnu", "aarch64-linux-gnu"]
+    .map { "/usr/lib/\($0)/glib-2.0/include" }
+    .first { FileManager.default.fileExists(atPath: $0) } ?? "/usr/lib/glib-2.0/include"
+let niceIncludeFlags = ["/usr/include/nice", "/usr/include/glib-2.0", glibConfigDirectory].flatMap { ["-Xcc", "-I\($0)"] }
+
 let package = Package(
     name: "Postern",
     platforms: [.macOS(.v14)],
@@ -40,6 +47,17 @@ let package = Package(
         .target(name: "TransportBase", dependencies: ["BridgeConfig", "CEpoll"], path: "Sources/Transports/Base"),
         .target(name: "Obfs4Transport", dependencies: ["TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
+        // Snowflake client protocol pieces: self-contained (its own byte-stream abstraction) until
+        // TransportBase's API settles.
+        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "CNice", "COpenSSL", "CUsrsctp"], path: "Sources/Transports/snowflake",
+                swiftSettings: [.unsafeFlags(niceIncludeFlags)]),
+        // libnice (Debian libnice-dev) for snowflake's ICE. Include paths come from niceIncludeFlags
+        // rather than pkgConfig, whose -pthread makes SwiftPM warn on every build.
+        .systemLibrary(name: "CNice", path: "Sources/CNice"),
+        // OpenSSL 3 (Debian libssl-dev) for snowflake's DTLS.
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
+        // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
+        .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
         .target(name: "PosternCore", dependencies: ["CTor", "CCurl", "CSecp256k1", "CSodium", "BridgeConfig", "TransportBase"],
                 path: "Sources/Core",
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
@@ -68,8 +86,9 @@ let package = Package(
         .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Sources/TransportTestSupport"),
         .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport"],
                     path: "Tests/TransportTests"),
-        .testTarget(name: "CoreTests", dependencies: ["PosternCore", "BridgeConfig"], path: "Tests/CoreTests",
-                    exclude: ["Vectors", "Peers"]),
+        .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport"], path: "Tests/SnowflakeTests",
+                    resources: [.copy("Vectors")]),
+        .testTarget(name: "CoreTests", dependencies: ["PosternCore"], path: "Tests/CoreTests"),
         .testTarget(name: "CLITests", path: "Tests/CLITests"),
         .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport"],
                     path: "Tests/IntegrationTests", exclude: ["Peers"]),

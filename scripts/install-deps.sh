@@ -7,12 +7,16 @@ PACKAGES=(
   gcc make patch pkg-config dpkg-dev libevent-dev libssl-dev zlib1g-dev libzstd-dev liblzma-dev libsodium-dev
   # app layer: HTTP/WebSocket through SOCKS, Nostr signatures
   libcurl4-openssl-dev libsecp256k1-dev
+  # snowflake's WebRTC data channel: ICE and SCTP (DTLS uses libssl-dev above)
+  libnice-dev libusrsctp-dev
   # bridges export --format qr, and its test (decode with zbarimg)
   libqrencode-dev qrencode zbar-tools
   # obfs4 through an upstream SOCKS5 proxy (TOR_PT_PROXY) test
   microsocks
   # test bed: real peers and the censor
   tor obfs4proxy nftables iproute2 curl python3 python3-pip procps psmisc
+  # test bed: snowflake stack (proxies, STUN, reference client; Go sources for our broker/server)
+  snowflake-proxy snowflake-client coturn golang-go golang-snowflake-dev openssl
   # app layer leak proof: packet capture inside the namespace
   tshark
 )
@@ -28,6 +32,10 @@ fi
 # own tor processes, so a system tor only wastes resources.
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet tor 2>/dev/null; then
   systemctl stop tor || true
+fi
+# Likewise coturn: the test bed runs its own STUN-only turnserver in the namespace.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet coturn 2>/dev/null; then
+  systemctl stop coturn || true
 fi
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
 command -v swift >/dev/null || { echo "install-deps: swift not found (expected on PATH or at /opt/swift)" >&2; exit 1; }

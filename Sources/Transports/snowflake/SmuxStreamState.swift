@@ -1,0 +1,95 @@
+// The client side of one smux v2 stream with snowflake's settings: the stream is opened with a SYN
+// (ID 3, as smux-go's client counter gives it), data goes out in PSH frames of at most 32768 bytes
+// and only within the peer's window (initially 262144 bytes; v2 flow control), received bytes are
+// acknowledged with UPD frames (consumed so far, our 1 MiB window) after the first read and whenever
+// half a window has been read since the last UPD, and a NOP on stream 0 goes out every 10 s.
+//
+// Pure logic like KCPControlBlock: frames in, frames out; the owner serialises access.
+
+struct SmuxStreamState {
+    static let initialPeerWindow: UInt32 = 262_144
+    static let streamBuffer: UInt32 = 1_048_576
+    static let keepAliveIntervalMs: UInt32 = 10_000
+
+    let streamID: UInt32
+    private(set) var peerWindow = SmuxStreamState.initialPeerWindow
+    private(set) var peerConsumed: UInt32 = 0
+    private(set) var sent: UInt32 = 0
+    private(set) var consumed: UInt32 = 0
+    private var consumedSinceUpdate: UInt32 = 0
+    private var pendingOut: [UInt8] = []
+    private(set) var peerFinished = false
+    private(set) var finishQueued = false
+    private var lastKeepAlive: UInt32?
+
+    init(streamID: UInt32 = 3) {
+        self.streamID = streamID
+    }
+
+    /// The SYN that opens the stream.
+    var openFrame: SmuxFrame { SmuxFrame(command: .syn, streamID: streamID) }
+
+    /// Bytes accepted from the user but not yet sent (window closed).
+    var backlog: Int { pendingOut.count }
+
+    mutating func enqueue(_ bytes: [UInt8]) { pendingOut += bytes }
+
+    mutating func finish() { finishQueued = true }
+
+    /// Frames that may go out now: PSH within the peer's window, then FIN when everything is sent.
+    mutating func outgoingFrames(now: UInt32) -> [SmuxFrame] {
+        var frames: [SmuxFrame] = []
+        if let last = lastKeepAlive {
+            if timeDiff(now, last) >= Int32(Self.keepAliveIntervalMs) {
+                frames.append(SmuxFrame(command: .nop, streamID: 0))
+                lastKeepAlive = now
+            }
+        } else {
+            lastKeepAlive = now
+        }
+        while !pendingOut.isEmpty {
+            let inFlight = sent &- peerConsumed
+            guard peerWindow > inFlight else { break }
+            let allowed = Int(min(peerWindow - inFlight, UInt32(SmuxFrame.maxFrameSize)))
+            let take = min(allowed, pendingOut.count)
+            frames.append(SmuxFrame(command: .push, streamID: streamID, payload: Array(pendingOut[..<take])))
+            pendingOut.removeFirst(take)
+            sent &+= UInt32(take)
+        }
+        if finishQueued && pendingOut.isEmpty {
+            frames.append(SmuxFrame(command: .fin, streamID: streamID))
+            finishQueued = false
+        }
+        return frames
+    }
+
+    /// Handles one frame from the peer; returns the data for the user, and frames to send back.
+    mutating func receive(_ frame: SmuxFrame) -> (data: [UInt8], replies: [SmuxFrame]) {
+        switch frame.command {
+        case .push where frame.streamID == streamID:
+            // smux-go sends UPD when the application reads; we hand data over at once, so reading
+            // and receiving coincide.
+            let n = UInt32(frame.payload.count)
+            guard n > 0 else { return ([], []) }
+            let firstRead = consumed == 0
+            consumed &+= n
+            consumedSinceUpdate &+= n
+            var replies: [SmuxFrame] = []
+            if firstRead || consumedSinceUpdate >= Self.streamBuffer / 2 {
+                consumedSinceUpdate = 0
+                replies.append(.update(streamID: streamID, consumed: consumed, window: Self.streamBuffer))
+            }
+            return (frame.payload, replies)
+        case .update where frame.streamID == streamID:
+            if let update = frame.windowUpdate {
+                peerConsumed = update.consumed
+                peerWindow = update.window
+            }
+        case .fin where frame.streamID == streamID:
+            peerFinished = true
+        default:
+            break  // NOP, SYN from the peer, frames of other streams: nothing to do
+        }
+        return ([], [])
+    }
+}

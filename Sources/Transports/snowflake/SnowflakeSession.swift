@@ -1,0 +1,226 @@
+import Synchronization
+
+// One snowflake client session: the tor byte stream as one smux v2 stream, over one KCP
+// conversation, over Turbo Tunnel encapsulation on a carrier (a DataChannel; in tests a WebSocket
+// straight to the server). Every carrier starts with the token and the ClientID.
+//
+// Redial, as the reference client: when the carrier fails, closes, or has been silent for 20 s,
+// the session dials a new one and sends the same ClientID; the KCP conversation and the smux
+// stream carry on (KCP retransmits what was lost). The server keeps a ClientID's packets for a
+// minute, so the session gives up when it has had no carrier for 60 s.
+
+/// A running session. `incoming` yields the bytes of the smux stream and finishes when the peer
+/// sends FIN, or with an error when no carrier could be had for `redialLimit`.
+public actor SnowflakeSession {
+    public nonisolated let clientID: ClientID
+    public nonisolated let conversation: UInt32
+    public nonisolated let incoming: AsyncThrowingStream<[UInt8], any Error>
+
+    private let continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
+    private var kcp: KCPControlBlock
+    private var stream = SmuxStreamState()
+    private var encapsulation = Encapsulation.Decoder()
+    private var frames = SmuxFrame.Decoder()
+    private var carrier: (any SnowflakeByteStream)?
+    private var dialer: (@Sendable () async throws -> any SnowflakeByteStream)?
+    private var lastInbound: UInt32 = 0
+    /// Carriers used so far (1 + redials).
+    public private(set) var carriersUsed = 0
+
+    /// Silence after which the carrier is dropped (the reference client's staleness timeout).
+    static let stalenessMs: UInt32 = 20_000
+    /// How long the session waits for a new carrier before it gives up.
+    public static let defaultRedialLimit: Duration = .seconds(60)
+    private var tasks: [Task<Void, Never>] = []
+    private let clock = ContinuousClock()
+    private let epoch: ContinuousClock.Instant
+    private var ended = false
+
+    /// Largest backlog (bytes) `write` lets pile up before it waits for the windows to open.
+    static let writeBacklogLimit = 1 << 20
+
+    public init(clientID: ClientID = .random(), conversation: UInt32 = UInt32.random(in: .min ... .max)) {
+        self.clientID = clientID
+        self.conversation = conversation
+        self.kcp = KCPControlBlock(conversation: conversation)
+        self.epoch = clock.now
+        (incoming, continuation) = AsyncThrowingStream.makeStream()
+    }
+
+    private var now: UInt32 {
+        let elapsed = clock.now - epoch
+        let ms = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+        return UInt32(truncatingIfNeeded: ms)
+    }
+
+    /// Starts the session on one carrier only: when it ends, the session ends.
+    public func start(carrier: any SnowflakeByteStream) async throws(SnowflakeError) {
+        let once = Mutex<(any SnowflakeByteStream)?>(carrier)
+        do {
+            try await start(dialer: {
+                guard let next = once.withLock({ c -> (any SnowflakeByteStream)? in defer { c = nil }; return c }) else {
+                    throw SnowflakeError(code: .closed, kind: .network, message: "the only carrier has closed")
+                }
+                return next
+            }, redialLimit: .zero)
+        } catch let error as SnowflakeError {
+            throw error
+        } catch {
+            throw SnowflakeError(code: .connection, kind: .network, message: "\(error)")
+        }
+    }
+
+    private var redialLimit: Duration = SnowflakeSession.defaultRedialLimit
+
+    /// Starts the session: dials the first carrier (its failure is thrown), sends the preamble and
+    /// the smux SYN, then runs the 10 ms KCP clock and the carrier reader, redialling through
+    /// `dialer` whenever the carrier is lost.
+    public func start(dialer: @escaping @Sendable () async throws -> any SnowflakeByteStream,
+                      redialLimit: Duration = SnowflakeSession.defaultRedialLimit) async throws {
+        self.dialer = dialer
+        self.redialLimit = redialLimit
+        try await attach(try await dialer())
+        kcp.send(stream.openFrame.encoded)
+        try await flush()
+        tasks.append(Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(10))
+                guard let self, await self.tick() else { return }
+            }
+        })
+        tasks.append(Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self, let carrier = await self.currentCarrier() else { return }
+                do {
+                    let bytes = try await carrier.read(maxLength: 64 * 1024)
+                    if bytes.isEmpty {
+                        throw SnowflakeError(code: .closed, kind: .network, message: "the carrier closed")
+                    }
+                    try await self.received(bytes)
+                } catch {
+                    guard await self.redial(after: error, from: carrier) else { return }
+                }
+            }
+        })
+    }
+
+    private func currentCarrier() -> (any SnowflakeByteStream)? { ended ? nil : carrier }
+
+    /// A new carrier: preamble first, and a fresh decoder (chunks never span carriers).
+    private func attach(_ next: any SnowflakeByteStream) async throws(SnowflakeError) {
+        try await next.write(clientID.carrierPreamble)
+        carrier = next
+        carriersUsed += 1
+        encapsulation = Encapsulation.Decoder()
+        lastInbound = now
+    }
+
+    /// Drops the current carrier (as when its proxy goes away); the session redials.
+    public func abandonCarrier() {
+        carrier?.close()
+    }
+
+    /// Replaces a failed carrier; false when the session has ended.
+    private func redial(after error: any Error, from failed: any SnowflakeByteStream) async -> Bool {
+        failed.close()
+        guard !ended else { return false }
+        if let current = carrier, current as AnyObject !== failed as AnyObject { return true }  // already replaced
+        carrier = nil
+        let deadline = ContinuousClock.now + redialLimit
+        var lastError = error
+        while !ended, let dialer {
+            do {
+                try await attach(try await dialer())
+                return true
+            } catch {
+                lastError = error
+            }
+            guard ContinuousClock.now < deadline else { break }
+            try? await Task.sleep(for: .seconds(1))
+        }
+        end(lastError)
+        return false
+    }
+
+    /// Queues bytes on the stream; waits while more than `writeBacklogLimit` bytes are unsent.
+    public func write(_ bytes: [UInt8]) async throws(SnowflakeError) {
+        while !ended && (stream.backlog > Self.writeBacklogLimit || kcp.waitingToSend > Int(kcp.sendWindow)) {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        guard !ended else {
+            throw SnowflakeError(code: .closed, kind: .network, message: "the snowflake session has ended")
+        }
+        stream.enqueue(bytes)
+        try await flush()
+    }
+
+    /// Half-closes the stream (smux FIN) once everything queued has been sent.
+    public func finish() async throws(SnowflakeError) {
+        stream.finish()
+        try await flush()
+    }
+
+    /// Stops everything and closes the carrier.
+    public func close() {
+        end(nil)
+    }
+
+    private func end(_ error: (any Error)?) {
+        guard !ended else { return }
+        ended = true
+        for task in tasks { task.cancel() }
+        carrier?.close()
+        continuation.finish(throwing: error)
+    }
+
+    /// One clock tick: keepalives, windows, retransmissions. False once the session has ended.
+    private func tick() async -> Bool {
+        guard !ended else { return false }
+        do {
+            try await flush()
+        } catch {
+            end(error)
+        }
+        if let carrier, timeDiff(now, lastInbound) > Int32(Self.stalenessMs) {
+            carrier.close()  // the reader sees it end and redials
+        }
+        if kcp.deadLinkReached {
+            end(SnowflakeError(code: .timeout, kind: .network, message: "KCP gave up: a segment was sent 20 times without an ACK"))
+        }
+        return !ended
+    }
+
+    private func flush() async throws(SnowflakeError) {
+        let time = now
+        for frame in stream.outgoingFrames(now: time) { kcp.send(frame.encoded) }
+        let packets = kcp.flush(now: time)
+        guard !packets.isEmpty, let carrier else { return }
+        var chunk: [UInt8] = []
+        for packet in packets { chunk += try Encapsulation.encodeData(packet) }
+        try await carrier.write(chunk)
+    }
+
+    private func received(_ bytes: [UInt8]) async throws(SnowflakeError) {
+        lastInbound = now
+        encapsulation.append(bytes)
+        while let packet = try encapsulation.nextPacket() {
+            try kcp.input(packet, now: now)
+        }
+        let data = kcp.receive()
+        guard !data.isEmpty else { return }
+        frames.append(data)
+        var repliesQueued = false
+        while let frame = try frames.nextFrame() {
+            let (payload, replies) = stream.receive(frame)
+            if !payload.isEmpty { continuation.yield(payload) }
+            for reply in replies {
+                kcp.send(reply.encoded)
+                repliesQueued = true
+            }
+            if stream.peerFinished {
+                continuation.finish()
+            }
+        }
+        if repliesQueued { try await flush() }
+    }
+}

@@ -1,0 +1,336 @@
+import CUsrsctp
+import Foundation
+import Synchronization
+
+// A WebRTC data channel to a snowflake proxy, assembled from its parts:
+//
+//   ICE (libnice, ICEAgent) → DTLS 1.2, we are the server (OpenSSL, DTLSServer)
+//   → SCTP on port 5000 (usrsctp in AF_CONN mode; we move its packets through DTLS)
+//   → DCEP (RFC 8832): we open the channel with DATA_CHANNEL_OPEN on stream 1 (odd: the DTLS
+//     server's IDs), reliable and ordered, label "snowflake-<16 hex>", empty protocol; the proxy
+//     answers DATA_CHANNEL_ACK. Messages are binary (PPID 53; 57 for an empty one).
+//
+// The channel is a byte stream: every write is sent as binary messages of at most 16 KiB, and the
+// received messages are concatenated (Turbo Tunnel does not care about message boundaries).
+
+/// Protocol constants of the data channel.
+enum DataChannelProtocol {
+    static let sctpPort: UInt16 = 5000
+    static let streamID: UInt16 = 1
+    static let ppidControl: UInt32 = 50
+    static let ppidString: UInt32 = 51
+    static let ppidBinary: UInt32 = 53
+    static let ppidStringEmpty: UInt32 = 56
+    static let ppidBinaryEmpty: UInt32 = 57
+    static let maxMessage = 16 * 1024
+
+    /// DATA_CHANNEL_OPEN: type 3, channel type 0 (reliable ordered), priority 0, reliability 0,
+    /// label length, protocol length (0), label.
+    static func openMessage(label: String) -> [UInt8] {
+        let labelBytes = Array(label.utf8)
+        return [0x03, 0x00, 0x00, 0x00, 0, 0, 0, 0, UInt8(labelBytes.count >> 8), UInt8(labelBytes.count & 0xff), 0, 0] + labelBytes
+    }
+
+    /// "snowflake-" + 16 lower-case hex characters, as the Go client names its channel.
+    static func randomLabel() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return "snowflake-" + (0..<8).map { _ in hexByte(UInt8.random(in: .min ... .max, using: &generator)) }.joined()
+    }
+}
+
+/// A usrsctp socket; usrsctp's socket calls are thread-safe (it locks internally).
+struct SocketHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+public final class WebRTCDataChannel: SnowflakeByteStream {
+    private let core: Core
+
+    /// The shared state of the pipeline; the C callbacks reach it through an unmanaged reference.
+    /// Unchecked: `endpoint` is initialised once in `dial` before usrsctp sees it and only read after.
+    private final class Core: @unchecked Sendable {
+        let ice: ICEAgent
+        let dtls: Mutex<DTLSServer>
+        let state = Mutex(State())
+        let endpoint: UnsafeMutablePointer<postern_sctp_endpoint>
+        let socket = Mutex<SocketHandle?>(nil)
+        let released = Mutex(false)
+
+        struct State {
+            var handshakeComplete = false
+            var associationUp = false
+            var acknowledged = false
+            var closed = false
+            var failure: SnowflakeError?
+            var inbound: [UInt8] = []
+            var reader: CheckedContinuation<Void, Never>?
+            var lastInbound = ContinuousClock.now
+        }
+
+        init(ice: ICEAgent, dtls: sending DTLSServer) {
+            self.ice = ice
+            self.dtls = Mutex(dtls)
+            endpoint = UnsafeMutablePointer<postern_sctp_endpoint>.allocate(capacity: 1)
+        }
+
+        func wake() {
+            let reader = state.withLock { s -> CheckedContinuation<Void, Never>? in
+                defer { s.reader = nil }
+                return s.reader
+            }
+            reader?.resume()
+        }
+
+        func fail(_ error: SnowflakeError) {
+            state.withLock { s in
+                if !s.closed { s.failure = s.failure ?? error }
+                s.closed = true
+            }
+            wake()
+        }
+
+        /// An SCTP packet from usrsctp: encrypt and send.
+        func output(_ packet: [UInt8]) {
+            do {
+                let datagrams = try dtls.withLock { dtls throws(SnowflakeError) in try dtls.send(packet) }
+                for datagram in datagrams { try ice.send(datagram) }
+            } catch {
+                fail(error)
+            }
+        }
+
+        /// A message or notification from usrsctp.
+        func message(_ data: [UInt8], stream: UInt16, ppid: UInt32, notification: Int32) {
+            if notification < 0 {
+                fail(SnowflakeError(code: .closed, kind: .network, message: "the SCTP association ended"))
+                return
+            }
+            if notification > 0 {
+                // sctp_assoc_change: sn_type (2), flags (2), length (4), sac_state (2), host order.
+                guard data.count >= 10, UInt16(data[0]) | UInt16(data[1]) << 8 == 0x0001 else { return }
+                let assocState = UInt16(data[8]) | UInt16(data[9]) << 8
+                if assocState == 0x0001 || assocState == 0x0003 {  // COMM_UP, RESTART
+                    state.withLock { $0.associationUp = true }
+                } else {
+                    fail(SnowflakeError(code: .closed, kind: .network, message: "the SCTP association failed"))
+                }
+                return
+            }
+            switch ppid {
+            case DataChannelProtocol.ppidControl:
+                if data.first == 0x02 { state.withLock { $0.acknowledged = true } }
+            case DataChannelProtocol.ppidBinary, DataChannelProtocol.ppidString:
+                state.withLock { s in
+                    s.inbound += data
+                    s.lastInbound = .now
+                }
+                wake()
+            default:
+                state.withLock { $0.lastInbound = .now }
+            }
+        }
+
+        /// Feeds one ICE datagram through DTLS into SCTP.
+        func receive(_ datagram: [UInt8]) throws(SnowflakeError) {
+            let (send, data, completed) = try dtls.withLock { dtls throws(SnowflakeError) in
+                let (send, data) = try dtls.receive(datagram)
+                return (send, data, dtls.handshakeComplete)
+            }
+            for out in send { try ice.send(out) }
+            if completed && !state.withLock({ $0.handshakeComplete }) {
+                state.withLock { $0.handshakeComplete = true }
+                try openSCTP()
+            }
+            for packet in data {
+                packet.withUnsafeBytes { postern_sctp_input(endpoint, $0.baseAddress, $0.count) }
+            }
+        }
+
+        func openSCTP() throws(SnowflakeError) {
+            guard let sock = postern_sctp_open(endpoint, DataChannelProtocol.sctpPort) else {
+                throw SnowflakeError(code: .connection, kind: .network, message: "the SCTP socket could not be opened")
+            }
+            socket.withLock { $0 = SocketHandle(pointer: sock) }
+        }
+
+        func send(_ message: [UInt8], ppid: UInt32) async throws(SnowflakeError) {
+            guard let sock = socket.withLock({ $0?.pointer }) else {
+                throw SnowflakeError(code: .closed, kind: .network, message: "the data channel is not open")
+            }
+            while true {
+                if let failure = state.withLock({ $0.failure }) { throw failure }
+                let sent = message.withUnsafeBytes {
+                    postern_sctp_send(sock, $0.baseAddress, $0.count, DataChannelProtocol.streamID, ppid)
+                }
+                if sent >= 0 { return }
+                let code = postern_errno()
+                guard code == EWOULDBLOCK || code == EAGAIN else {
+                    throw SnowflakeError(code: .connection, kind: .network, message: "SCTP send failed (errno \(code))")
+                }
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+    }
+
+    private init(core: Core) {
+        self.core = core
+    }
+
+    deinit {
+        close()
+    }
+
+    /// The usrsctp stack, started once per process.
+    private static let sctpStack: Void = postern_sctp_initialize()
+
+    /// Rendezvous through `rendezvous`, then ICE, DTLS, SCTP and DCEP with the proxy it assigns.
+    ///
+    /// - Parameters:
+    ///   - stunServer: from the bridge line's `ice=` (IP literal).
+    ///   - localAddresses: addresses to gather host candidates on (the test bed: 127.0.0.1).
+    ///   - openTimeout: the reference client's 10 s for the channel to open after the answer.
+    ///   - candidateFilter: which gathered candidates go into the offer.
+    public static func dial(rendezvous: BrokerRendezvous, fingerprint: String, stunServer: (ip: String, port: UInt16)?,
+                            localAddresses: [String] = [], openTimeout: Duration = .seconds(10),
+                            candidateFilter: @Sendable (ICECandidate) -> Bool = { _ in true },
+                            poll: @Sendable (BrokerRendezvous, ClientPollRequest) async throws -> ClientPollResponse = { try await $0.exchange($1) })
+        async throws -> WebRTCDataChannel {
+        _ = sctpStack
+        let ice = try ICEAgent(stunServer: stunServer, localAddresses: localAddresses)
+        let dtls = try DTLSServer()
+        let digest = dtls.certificateDigest
+        let local = try await ice.gather()
+        let offer = DataChannelOffer(iceUsernameFragment: local.usernameFragment, icePassword: local.password,
+                                     certificateDigest: digest, candidates: local.candidates.filter(candidateFilter))
+        let response = try await poll(rendezvous, ClientPollRequest(offer: offer.sessionDescription, nat: .unknown,
+                                                                    fingerprint: fingerprint))
+        let answer = try DataChannelAnswer(sdp: try response.requireAnswer().sdp)
+        guard answer.setup != "passive" else {
+            throw SnowflakeError(code: .unsupported, kind: .protocolViolation, message: "the proxy wants to be the DTLS server")
+        }
+        let core = Core(ice: ice, dtls: dtls)
+        core.endpoint.initialize(to: postern_sctp_endpoint(
+            output: { user, packet, length in
+                guard let user, let packet else { return 0 }
+                let core = Unmanaged<Core>.fromOpaque(user).takeUnretainedValue()
+                core.output(Array(UnsafeRawBufferPointer(start: packet, count: length)))
+                return 0
+            },
+            message: { user, data, length, stream, ppid, notification in
+                guard let user else { return }
+                let bytes = data.map { Array(UnsafeRawBufferPointer(start: $0, count: length)) } ?? []
+                Unmanaged<Core>.fromOpaque(user).takeUnretainedValue().message(bytes, stream: stream, ppid: ppid, notification: notification)
+            },
+            user: Unmanaged.passRetained(core).toOpaque()))
+        let channel = WebRTCDataChannel(core: core)
+        do {
+            try await ice.connect(usernameFragment: answer.iceUsernameFragment, password: answer.icePassword,
+                                  candidates: answer.candidates, timeout: openTimeout)
+            channel.startPumps()
+            let deadline = ContinuousClock.now + openTimeout
+            while !core.state.withLock({ $0.associationUp || $0.closed }) {
+                guard ContinuousClock.now < deadline else {
+                    throw SnowflakeError(code: .timeout, kind: .network, message: "the SCTP association did not come up in time")
+                }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            if let failure = core.state.withLock({ $0.failure }) { throw failure }
+            let peer = core.dtls.withLock { $0.peerCertificateDigest }
+            guard peer == answer.certificateDigest, answer.fingerprintAlgorithm == "sha-256" else {
+                throw SnowflakeError(code: .connection, kind: .protocolViolation,
+                                     message: "the proxy's DTLS certificate does not match its answer's fingerprint")
+            }
+            try await core.send(DataChannelProtocol.openMessage(label: DataChannelProtocol.randomLabel()),
+                                ppid: DataChannelProtocol.ppidControl)
+            while !core.state.withLock({ $0.acknowledged || $0.closed }) {
+                guard ContinuousClock.now < deadline else {
+                    throw SnowflakeError(code: .timeout, kind: .network, message: "the data channel did not open in time")
+                }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            if let failure = core.state.withLock({ $0.failure }) { throw failure }
+            return channel
+        } catch {
+            channel.close()
+            throw error
+        }
+    }
+
+    private func startPumps() {
+        let core = core
+        Task.detached {
+            for await datagram in core.ice.datagrams {
+                do throws(SnowflakeError) {
+                    try core.receive(datagram)
+                } catch {
+                    core.fail(error)
+                    return
+                }
+            }
+            core.fail(SnowflakeError(code: .closed, kind: .network, message: "ICE closed"))
+        }
+        // DTLS retransmissions while the handshake runs.
+        Task.detached {
+            while !core.state.withLock({ $0.handshakeComplete || $0.closed }) {
+                let datagrams = core.dtls.withLock { $0.handleTimeout() }
+                for datagram in datagrams { try? core.ice.send(datagram) }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    public func write(_ bytes: [UInt8]) async throws(SnowflakeError) {
+        var offset = 0
+        while offset < bytes.count {
+            let end = min(bytes.count, offset + DataChannelProtocol.maxMessage)
+            try await core.send(Array(bytes[offset..<end]), ppid: DataChannelProtocol.ppidBinary)
+            offset = end
+        }
+    }
+
+    public func read(maxLength: Int) async throws(SnowflakeError) -> [UInt8] {
+        while true {
+            let (data, closed, failure) = core.state.withLock { s -> ([UInt8], Bool, SnowflakeError?) in
+                let take = min(maxLength, s.inbound.count)
+                let data = Array(s.inbound.prefix(take))
+                s.inbound.removeFirst(take)
+                return (data, s.closed, s.failure)
+            }
+            if !data.isEmpty { return data }
+            if closed {
+                if let failure, failure.code != .closed { throw failure }
+                return []
+            }
+            await withCheckedContinuation { continuation in
+                let ready = core.state.withLock { s -> Bool in
+                    if !s.inbound.isEmpty || s.closed { return true }
+                    s.reader = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        }
+    }
+
+    /// When the last message arrived (the reference client redials after 20 s of silence).
+    public var lastInbound: ContinuousClock.Instant { core.state.withLock { $0.lastInbound } }
+
+    public func close() {
+        core.state.withLock { $0.closed = true }
+        core.wake()
+        guard core.released.withLock({ r -> Bool in defer { r = true }; return !r }) else { return }
+        if let sock = core.socket.withLock({ s -> SocketHandle? in defer { s = nil }; return s }) {
+            postern_sctp_close(sock.pointer, core.endpoint)
+        }
+        core.ice.close()
+        // usrsctp may still run a callback that was already under way; the endpoint and the
+        // reference it carries are dropped a little later.
+        let endpoint = UnsafeMutableRawPointer(core.endpoint)
+        Task.detached {
+            try? await Task.sleep(for: .seconds(5))
+            let typed = endpoint.assumingMemoryBound(to: postern_sctp_endpoint.self)
+            if let user = typed.pointee.user { Unmanaged<AnyObject>.fromOpaque(user).release() }
+            typed.deallocate()
+        }
+    }
+}
