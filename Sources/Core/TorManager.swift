@@ -144,6 +144,7 @@ public actor TorManager {
 
         let emptyTorrc: URL
         do {
+            try configuration.socks.ensureAvailable()
             emptyTorrc = try Self.prepareDataDirectory(configuration.dataDirectory)
         } catch {
             fail(error)

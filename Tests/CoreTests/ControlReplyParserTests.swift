@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import PosternCore
 
@@ -121,5 +122,34 @@ import Testing
         let controlPort = argv.firstIndex(of: "ControlPort").map { argv[$0 + 1] }
         #expect(controlPort == "0")
         #expect(argv.suffix(2) == ["UseBridges", "1"])
+    }
+}
+
+@Suite struct SocksPortInUseTests {
+    /// tor would exit before its log opens; the manager says what is wrong instead.
+    @Test func startRefusesABusySocksPortWithAClearError() async throws {
+        let blocker = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(blocker) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try #require(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(blocker, $0, length) } } == 0)
+        try #require(listen(blocker, 1) == 0)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(blocker, $0, &length) } }
+        let port = UInt16(bigEndian: address.sin_port)
+
+        let manager = TorManager()
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("postern-busy-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: data) }
+        do {
+            try await manager.start(TorConfiguration(dataDirectory: data, socks: try SocksEndpoint(port: port)))
+            Issue.record("start succeeded on a busy port")
+            await manager.shutdown()
+        } catch let error as TorCoreError {
+            #expect(error.message.contains("127.0.0.1:\(port) is already in use"), "\(error.message)")
+        }
+        #expect(await manager.currentStatus.state == .failed)
     }
 }

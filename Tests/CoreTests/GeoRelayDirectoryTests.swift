@@ -138,7 +138,7 @@ private func startDirectoryServer(_ files: [String: String]) async throws -> (Pe
         let started = ContinuousClock.now
         let outcome = await directory.refresh()
         #expect(outcome == .fetched(relayCount: 3))
-        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(ContinuousClock.now - started < .seconds(30), "no wait for tor (which would be 75 s)")
         #expect(await directory.relays.count == 3)
         #expect(peer.output.contains("REQUEST GET /relays.csv"))
         #expect(try String(contentsOf: cache, encoding: .utf8) == sampleCSV)
@@ -172,7 +172,7 @@ private func startDirectoryServer(_ files: [String: String]) async throws -> (Pe
                                           http: ProxiedHTTPClient(activation: activation))
         let started = ContinuousClock.now
         #expect(await directory.refresh(force: true) == .skippedTorNotReady)
-        #expect(ContinuousClock.now - started < .seconds(5), "the skip must not wait for tor")
+        #expect(ContinuousClock.now - started < .seconds(30), "the skip must not wait for tor (75 s)")
         #expect(await directory.relays.map(\.host) == ["relay.example.org", "nostr.example.net", "tokyo.example.jp"])
         #expect(try String(contentsOf: cache, encoding: .utf8) == sampleCSV)
         // The server is up (prove it answers) and saw nothing from the directory.

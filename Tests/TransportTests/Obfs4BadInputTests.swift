@@ -207,7 +207,8 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
         let started = ContinuousClock.now
         await expectDialFailure(Obfs4Transport(handshakeTimeout: .milliseconds(500)),
                                 try TransportEndpoint(parsing: "127.0.0.1:\(silent.port)"), configuration, code: .obfs4HandshakeTimeout)
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // The 500 ms timeout, not the 60 s default: a loose bound, since 2 loaded cores can be slow.
+        #expect(ContinuousClock.now - started < .seconds(30))
     }
 
     @Test func realObfs4proxyStaysSilentForAWrongCertAndWeTimeOut() async throws {
