@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
 
-.PHONY: all deps build test demo clean testbed-up testbed-down
+.PHONY: all deps build test demo bench fuzz clean testbed-up testbed-down
 
 all: build
 
@@ -18,6 +18,20 @@ test:
 demo: deps
 	swift build
 	scripts/demo.sh
+
+# obfs4 client vs obfs4proxy's own client on the same path: throughput, CPU per 100 MB, handshake.
+bench: deps
+	swift run -c release postern-bench obfs4
+
+# libFuzzer over the bridge-paste parser and the obfs4 frame decoder (FUZZ_RUNS inputs each).
+FUZZ_RUNS ?= 1000000
+fuzz: deps
+	swift build -c release --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer --product BridgeParserFuzzer
+	swift build -c release --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer --product Obfs4FrameFuzzer
+	mkdir -p fuzz-artifacts/bridge-corpus fuzz-artifacts/obfs4-corpus
+	cp Tests/BridgeConfigTests/Corpus/*.txt fuzz-artifacts/bridge-corpus/
+	.build-fuzz/release/BridgeParserFuzzer -runs=$(FUZZ_RUNS) -artifact_prefix=fuzz-artifacts/ fuzz-artifacts/bridge-corpus
+	.build-fuzz/release/Obfs4FrameFuzzer -runs=$(FUZZ_RUNS) -max_len=8192 -artifact_prefix=fuzz-artifacts/ fuzz-artifacts/obfs4-corpus
 
 testbed-up: deps
 	scripts/testbed up
