@@ -178,12 +178,15 @@ public actor TorManager {
             beginAttempt()
             try await refreshBootstrapPhase()
         } catch {
-            fail(error)
             await connection.closeAndWait()
-            _ = await thread.waitForExit()
+            let code = await thread.waitForExit()
             core = nil
             control = nil
-            throw error
+            // tor refuses a bad configuration before its log file opens; its exit status is all
+            // that is left (POSTERN_TOR_STDERR=1 shows its warnings).
+            let reason = TorCoreError(.torExited, "tor stopped while starting (exit status \(code)): \(error); its log: \(configuration.logFile.path); set POSTERN_TOR_STDERR=1 to see tor's warnings")
+            fail(reason)
+            throw reason
         }
     }
 
