@@ -47,9 +47,8 @@ let package = Package(
         .target(name: "TransportBase", dependencies: ["BridgeConfig", "CEpoll"], path: "Sources/Transports/Base"),
         .target(name: "Obfs4Transport", dependencies: ["TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
-        // Snowflake client protocol pieces: self-contained (its own byte-stream abstraction) until
-        // TransportBase's API settles.
-        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "CNice", "COpenSSL", "CUsrsctp"], path: "Sources/Transports/snowflake",
+        // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
+        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp"], path: "Sources/Transports/snowflake",
                 swiftSettings: [.unsafeFlags(niceIncludeFlags)]),
         // libnice (Debian libnice-dev) for snowflake's ICE. Include paths come from niceIncludeFlags
         // rather than pkgConfig, whose -pthread makes SwiftPM warn on every build.
@@ -62,7 +61,7 @@ let package = Package(
                 path: "Sources/Core",
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
         .executableTarget(name: "postern",
-                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "CQREncode"],
+                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "CQREncode"],
                           path: "Sources/postern"),
 
         .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig", "BridgeStoreCrashWriter"],
@@ -86,7 +85,7 @@ let package = Package(
         .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Sources/TransportTestSupport"),
         .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport"],
                     path: "Tests/TransportTests"),
-        .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport"], path: "Tests/SnowflakeTests",
+        .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport", "TransportBase"], path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
         .testTarget(name: "CoreTests", dependencies: ["PosternCore", "BridgeConfig"], path: "Tests/CoreTests",
                     exclude: ["Vectors", "Peers"]),

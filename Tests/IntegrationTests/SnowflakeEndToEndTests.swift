@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+
+extension TestBedSuite {
+    /// Under block-tor-and-bridges only the snowflake broker, STUN server and proxies stay
+    /// reachable: `postern run` with the test bed's snowflake bridge goes through the in-process PT
+    /// SOCKS listener, our broker rendezvous and WebRTC data channel to a real snowflake-proxy, the
+    /// upstream snowflake server and its bridge, and fetches a page and the 4 MiB blob.
+    ///
+    /// The bound is generous: a snowflake-proxy 2.5.1 serves one rendezvous at a time and polls the
+    /// broker every 5 s.
+    @Test func posternRunThroughSnowflakeUnderBlockTorAndBridges() async throws {
+        let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
+        let bridge = bed["TB_BRIDGE_SNOWFLAKE"]
+        try #require(!bridge.isEmpty, "the test bed's snowflake stack is not up")
+        try bed.setCensor("block-tor-and-bridges")
+        defer { try? bed.setCensor("none") }
+        let config = TestBed.temporaryDirectory("snowflake-run")
+        defer { try? FileManager.default.removeItem(at: config) }
+
+        let started = ContinuousClock.now
+        let run = try RunningPostern(["run", "--config-dir", config.path, "--socks", "39131", "--transport", "snowflake",
+                                      "--bridge", bridge, "--tor-options-file", bed["TB_CLIENT_TORRC"]])
+        defer { run.terminate() }
+        let ready = try await run.waitForLine(containing: "ready: socks5 127.0.0.1:39131", timeout: 120)
+        try #require(ready != nil, "output: \(run.output)")
+        #expect(ready?.contains("route: bridges") == true, "output: \(run.output)")
+        #expect(run.output.contains("Connected to pluggable transport"), "tor used the PT listener")
+        print("snowflake via postern run: ready in \(ContinuousClock.now - started)")
+
+        let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39131", timeout: 90)
+        #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
+        let blob = try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
+            "curl -s --max-time 90 --socks5-hostname 127.0.0.1:39131 '\(bed["TB_BLOB_URL"])' | sha256sum"])
+        #expect(blob.stdout.hasPrefix(bed["TB_BLOB_SHA256"]), "4 MiB through snowflake must arrive intact")
+        #expect(run.interruptAndWait() == 0)
+
+        let torLog = (try? String(contentsOf: config.appendingPathComponent("state/tor/tor.log"), encoding: .utf8)) ?? ""
+        for secret in TestBed.bridgeSecrets(bridge) {
+            #expect(!run.output.contains(secret), "bridge data in the output")
+            #expect(!torLog.contains(secret), "bridge data in tor.log")
+        }
+    }
+
+    /// A stock Debian tor uses Postern as its snowflake client through the managed-proxy interface
+    /// (`ClientTransportPlugin snowflake exec postern pt-client`) and gets through
+    /// block-tor-and-bridges.
+    @Test func stockTorUsesPosternAsManagedSnowflakeClient() async throws {
+        let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
+        let bridge = bed["TB_BRIDGE_SNOWFLAKE"]
+        try #require(!bridge.isEmpty, "the test bed's snowflake stack is not up")
+        try bed.setCensor("block-tor-and-bridges")
+        defer { try? bed.setCensor("none") }
+        let data = TestBed.temporaryDirectory("stock-tor-snowflake")
+        defer { try? FileManager.default.removeItem(at: data) }
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: data.path)
+
+        var torrc = try String(contentsOfFile: bed["TB_CLIENT_TORRC"], encoding: .utf8)
+        torrc += """
+
+        DataDirectory \(data.path)
+        SocksPort 127.0.0.1:39132
+        Log notice file \(data.path)/tor.log
+        GeoIPFile ""
+        GeoIPv6File ""
+        UseBridges 1
+        Bridge \(bridge)
+        ClientTransportPlugin snowflake exec \(ProcessRunner.postern.path) pt-client
+
+        """
+        let torrcFile = data.appendingPathComponent("torrc")
+        try torrc.write(to: torrcFile, atomically: true, encoding: .utf8)
+        let tor = Process()
+        tor.executableURL = URL(fileURLWithPath: "/usr/bin/tor")
+        tor.arguments = ["-f", torrcFile.path, "--quiet"]
+        try tor.run()
+        let torPID = tor.processIdentifier
+        // Children of the test process inherit its blocked signal mask, so SIGTERM may never be
+        // delivered: end the peer with SIGKILL.
+        defer {
+            kill(torPID, SIGKILL)
+            tor.waitUntilExit()
+        }
+
+        let started = ContinuousClock.now
+        let log = data.appendingPathComponent("tor.log")
+        var bootstrapped = false
+        while ContinuousClock.now - started < .seconds(120) {
+            if let text = try? String(contentsOf: log, encoding: .utf8), text.contains("Bootstrapped 100%") {
+                bootstrapped = true
+                break
+            }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        let logText = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+        try #require(bootstrapped, "tor log:\n\(logText.suffix(3000))")
+        print("stock tor via postern pt-client (snowflake): bootstrapped in \(ContinuousClock.now - started)")
+        #expect(FileManager.default.fileExists(atPath: data.appendingPathComponent("pt_state").path),
+                "tor launched postern pt-client as a managed proxy")
+        let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39132", timeout: 90)
+        #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
+    }
+}
