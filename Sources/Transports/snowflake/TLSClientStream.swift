@@ -45,16 +45,27 @@ public final class TLSClientStream: SnowflakeByteStream {
         let stream = TLSClientStream(transport: transport,
                                      handles: Handles(context: context, ssl: ssl, incoming: incoming, outgoing: outgoing))
         while true {
-            let (result, error, pending) = stream.handles.withLock { h -> (Int32, Int32, [UInt8]) in
+            // OpenSSL's error queue is per thread and this task may resume on another one after the
+            // write below, so the reason is read here, next to the failing call.
+            let (result, error, pending, reason) = stream.handles.withLock { h -> (Int32, Int32, [UInt8], String) in
                 let result = SSL_do_handshake(h.ssl)
-                return (result, result == 1 ? 0 : SSL_get_error(h.ssl, result), drain(h.outgoing))
+                let error = result == 1 ? 0 : SSL_get_error(h.ssl, result)
+                var reason = ""
+                if result != 1 && error != SSL_ERROR_WANT_READ {
+                    let verify = SSL_get_verify_result(h.ssl)
+                    if verify != X509_V_OK {
+                        reason = "certificate verify failed: " + String(cString: X509_verify_cert_error_string(verify))
+                    } else {
+                        let code = ERR_peek_last_error()
+                        reason = ERR_reason_error_string(code).map { String(cString: $0) } ?? "error \(code)"
+                    }
+                    ERR_clear_error()
+                }
+                return (result, error, drain(h.outgoing), reason)
             }
             if !pending.isEmpty { try await transport.write(pending) }
             if result == 1 { return stream }
             guard error == SSL_ERROR_WANT_READ else {
-                let code = ERR_peek_last_error()
-                let reason = ERR_reason_error_string(code).map { String(cString: $0) } ?? "error \(code)"
-                ERR_clear_error()
                 throw SnowflakeError(code: .connection, kind: .network, message: "the TLS handshake failed: \(reason)")
             }
             try await stream.pull()
