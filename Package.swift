@@ -87,10 +87,12 @@ let package = Package(
                     path: "Tests/TransportTests"),
         .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport", "TransportBase"], path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "CoreTests", dependencies: ["PosternCore", "BridgeConfig"], path: "Tests/CoreTests",
-                    exclude: ["Vectors", "Peers"]),
-        .testTarget(name: "CLITests", path: "Tests/CLITests"),
-        .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport"],
-                    path: "Tests/IntegrationTests", exclude: ["Peers"]),
+        .testTarget(name: "CoreTests", dependencies: ["PosternCore", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
+                    exclude: ["Vectors"]),
+        // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
+        .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
+        .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
+        .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "PosternTestSupport"],
+                    path: "Tests/IntegrationTests"),
     ]
 )

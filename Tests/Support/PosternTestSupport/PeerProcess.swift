@@ -1,17 +1,16 @@
 import Foundation
-import Testing
 
 /// A peer program we did not write (a Python server on loopback), with its stdout collected line by
 /// line. Terminated and reaped in deinit-free `stop()`, which tests call in a defer.
-final class PeerProcess: @unchecked Sendable {
+public final class PeerProcess: @unchecked Sendable {
     private let process = Process()
     private let lock = NSLock()
     private var lines: [String] = []
     private var partial = Data()
 
-    static var peersDirectory: URL { URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peers") }
+    public static var peersDirectory: URL { URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peers") }
 
-    init(script: String, arguments: [String]) throws {
+    public init(script: String, arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-u", Self.peersDirectory.appendingPathComponent(script).path] + arguments
         let out = Pipe()
@@ -31,14 +30,14 @@ final class PeerProcess: @unchecked Sendable {
         try process.run()
     }
 
-    var output: [String] {
+    public var output: [String] {
         lock.lock()
         defer { lock.unlock() }
         return lines
     }
 
     /// Waits for a line starting with `prefix` and returns its remainder.
-    func waitForLine(prefix: String, timeout: Double = 20) async throws -> String {
+    public func waitForLine(prefix: String, timeout: Double = 20) async throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let line = output.first(where: { $0.hasPrefix(prefix) }) { return String(line.dropFirst(prefix.count)) }
@@ -48,20 +47,20 @@ final class PeerProcess: @unchecked Sendable {
         throw PeerError(message: "peer never printed '\(prefix)'; output: \(output)")
     }
 
-    func port() async throws -> UInt16 {
+    public func port() async throws -> UInt16 {
         let text = try await waitForLine(prefix: "PORT ")
         guard let port = UInt16(text) else { throw PeerError(message: "bad port line \(text)") }
         return port
     }
 
-    func stop() {
+    public func stop() {
         // SIGKILL: the test process blocks SIGTERM and its children inherit the mask.
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 
-    struct PeerError: Error, CustomStringConvertible {
+    public struct PeerError: Error, CustomStringConvertible {
         let message: String
-        var description: String { message }
+        public var description: String { message }
     }
 }

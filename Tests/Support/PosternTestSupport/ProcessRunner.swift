@@ -2,14 +2,14 @@ import Foundation
 
 /// Runs a program to completion and captures its output. Used to test the built `postern` binary
 /// and the repository's scripts as a user would run them.
-struct ProcessResult: Sendable {
-    var status: Int32
-    var stdout: String
-    var stderr: String
+public struct ProcessResult: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
 }
 
-enum ProcessRunner {
-    static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
+public enum ProcessRunner {
+    public static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
                     stdin: String? = nil) throws -> ProcessResult {
         let process = Process()
         process.executableURL = executable
@@ -36,12 +36,14 @@ enum ProcessRunner {
     }
 
     /// The package root, found from this file's location.
-    static var packageRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    public static var packageRoot: URL {
+        // Tests/Support/PosternTestSupport/ProcessRunner.swift
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
     }
 
     /// The `postern` binary built next to the test bundle (or $POSTERN_BINARY).
-    static var postern: URL {
+    public static var postern: URL {
         if let explicit = ProcessInfo.processInfo.environment["POSTERN_BINARY"] { return URL(fileURLWithPath: explicit) }
         var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for _ in 0..<4 {
