@@ -35,50 +35,15 @@ extension TestBedSuite {
         defer { try? bed.setCensor("none") }
         let data = TestBed.temporaryDirectory("stock-tor")
         defer { try? FileManager.default.removeItem(at: data) }
-        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: data.path)
+        let tor = try TestBed.StockTorClient(bed: bed, transport: "obfs4", bridge: bed["TB_BRIDGE_OBFS4"],
+                                             socksPort: 39068, dataDirectory: data)
+        defer { tor.stop() }
 
-        var torrc = try String(contentsOfFile: bed["TB_CLIENT_TORRC"], encoding: .utf8)
-        torrc += """
-
-        DataDirectory \(data.path)
-        SocksPort 127.0.0.1:39068
-        Log notice file \(data.path)/tor.log
-        GeoIPFile ""
-        GeoIPv6File ""
-        UseBridges 1
-        Bridge \(bed["TB_BRIDGE_OBFS4"])
-        ClientTransportPlugin obfs4 exec \(ProcessRunner.postern.path) pt-client
-
-        """
-        let torrcFile = data.appendingPathComponent("torrc")
-        try torrc.write(to: torrcFile, atomically: true, encoding: .utf8)
-        let tor = Process()
-        tor.executableURL = URL(fileURLWithPath: "/usr/bin/tor")
-        tor.arguments = ["-f", torrcFile.path, "--quiet"]
-        try tor.run()
-        let torPID = tor.processIdentifier
-        // Children of the test process inherit its blocked signal mask, so SIGTERM may never be
-        // delivered: end the peer with SIGKILL.
-        defer {
-            kill(torPID, SIGKILL)
-            tor.waitUntilExit()
-        }
-
-        let log = data.appendingPathComponent("tor.log")
-        var bootstrapped = false
-        for _ in 0..<120 {
-            if let text = try? String(contentsOf: log, encoding: .utf8), text.contains("Bootstrapped 100%") {
-                bootstrapped = true
-                break
-            }
-            try await Task.sleep(for: .milliseconds(500))
-        }
-        let logText = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-        #expect(bootstrapped, "tor log:\n\(logText.suffix(3000))")
+        let bootstrapped = try await tor.waitForBootstrap(timeout: .seconds(60))
+        #expect(bootstrapped, "tor log:\n\(tor.log.suffix(3000))")
         // Under block-tor only the obfs4 bridge is reachable, so 100% means tor went through the
-        // managed proxy; tor also gives a managed proxy its state directory.
-        #expect(FileManager.default.fileExists(atPath: data.appendingPathComponent("pt_state").path),
-                "tor launched postern pt-client as a managed proxy")
+        // managed proxy.
+        #expect(tor.launchedManagedProxy, "tor launched postern pt-client as a managed proxy")
         let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39068")
         #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
     }

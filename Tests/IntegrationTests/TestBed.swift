@@ -63,6 +63,65 @@ struct TestBed: Sendable {
         return secrets
     }
 
+    /// A stock Debian tor client of the test bed that uses `postern pt-client` as its managed proxy
+    /// for `transport`, with `bridge` as its only bridge. Stop it with `stop()` (SIGKILL: children
+    /// of the test process inherit its blocked signal mask, so SIGTERM may never be delivered).
+    final class StockTorClient: Sendable {
+        let dataDirectory: URL
+        let socks: String
+        private let process: Process
+        private let pid: Int32
+
+        init(bed: TestBed, transport: String, bridge: String, socksPort: UInt16, dataDirectory: URL) throws {
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: dataDirectory.path)
+            var torrc = try String(contentsOfFile: bed["TB_CLIENT_TORRC"], encoding: .utf8)
+            torrc += """
+
+            DataDirectory \(dataDirectory.path)
+            SocksPort 127.0.0.1:\(socksPort)
+            Log notice file \(dataDirectory.path)/tor.log
+            GeoIPFile ""
+            GeoIPv6File ""
+            UseBridges 1
+            Bridge \(bridge)
+            ClientTransportPlugin \(transport) exec \(ProcessRunner.postern.path) pt-client
+
+            """
+            let torrcFile = dataDirectory.appendingPathComponent("torrc")
+            try torrc.write(to: torrcFile, atomically: true, encoding: .utf8)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/tor")
+            process.arguments = ["-f", torrcFile.path, "--quiet"]
+            try process.run()
+            self.process = process
+            pid = process.processIdentifier
+            self.dataDirectory = dataDirectory
+            socks = "127.0.0.1:\(socksPort)"
+        }
+
+        var log: String { (try? String(contentsOf: dataDirectory.appendingPathComponent("tor.log"), encoding: .utf8)) ?? "" }
+
+        /// Waits for "Bootstrapped 100%" in tor's log; false after `timeout`.
+        func waitForBootstrap(timeout: Duration) async throws -> Bool {
+            let started = ContinuousClock.now
+            while ContinuousClock.now - started < timeout {
+                if log.contains("Bootstrapped 100%") { return true }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            return false
+        }
+
+        /// tor gives a managed proxy a state directory: proof that it ran `postern pt-client`.
+        var launchedManagedProxy: Bool {
+            FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("pt_state").path)
+        }
+
+        func stop() {
+            kill(pid, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
     static var script: URL { ProcessRunner.packageRoot.appendingPathComponent("scripts/testbed") }
 
     /// Fetches `url` through a SOCKS5 proxy with remote DNS (curl --socks5-hostname).
