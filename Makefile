@@ -23,15 +23,11 @@ demo: deps
 bench: deps
 	swift run -c release postern-bench obfs4
 
-# libFuzzer over the bridge-paste parser and the obfs4 frame decoder (FUZZ_RUNS inputs each).
-FUZZ_RUNS ?= 1000000
+# libFuzzer over every decoder (one target each, see Fuzz/README.md): FUZZ_SECONDS each, then a
+# table of executions and coverage per target. A crash or a broken invariant fails the run.
+FUZZ_SECONDS ?= 60
 fuzz: deps
-	swift build -c release --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer --product BridgeParserFuzzer
-	swift build -c release --scratch-path .build-fuzz -Xswiftc -sanitize=fuzzer --product Obfs4FrameFuzzer
-	mkdir -p fuzz-artifacts/bridge-corpus fuzz-artifacts/obfs4-corpus
-	cp Tests/BridgeConfigTests/Corpus/*.txt fuzz-artifacts/bridge-corpus/
-	.build-fuzz/release/BridgeParserFuzzer -runs=$(FUZZ_RUNS) -artifact_prefix=fuzz-artifacts/ fuzz-artifacts/bridge-corpus
-	.build-fuzz/release/Obfs4FrameFuzzer -runs=$(FUZZ_RUNS) -max_len=8192 -artifact_prefix=fuzz-artifacts/ fuzz-artifacts/obfs4-corpus
+	scripts/fuzz.sh --seconds $(FUZZ_SECONDS)
 
 testbed-up: deps
 	scripts/testbed up
@@ -40,4 +36,4 @@ testbed-down:
 	scripts/testbed down
 
 clean:
-	rm -rf .build .testbed
+	rm -rf .build .build-fuzz .testbed

@@ -68,16 +68,6 @@ let package = Package(
                     path: "Tests/BridgeConfigTests", resources: [.copy("Corpus")]),
         // Helper process for the store's kill -9 and multi-process tests.
         .executableTarget(name: "BridgeStoreCrashWriter", dependencies: ["BridgeConfig"], path: "Tests/BridgeStoreCrashWriter"),
-        // libFuzzer target for the bridge-line parser: see Fuzz/README.md. The C entry point makes it
-        // link (as a corpus replayer) without -sanitize=fuzzer too.
-        .target(name: "BridgeParserFuzzerEntry", path: "Fuzz/BridgeParserEntry"),
-        .executableTarget(name: "BridgeParserFuzzer", dependencies: ["BridgeConfig", "BridgeParserFuzzerEntry"],
-                          path: "Fuzz/BridgeParser", swiftSettings: [.unsafeFlags(["-parse-as-library"])]),
-        // libFuzzer target over the obfs4 frame decoder (see Sources/Obfs4FrameFuzzer/main.swift).
-        .target(name: "CFuzzerEntry", path: "Sources/CFuzzerEntry"),
-        .executableTarget(name: "Obfs4FrameFuzzer", dependencies: ["CFuzzerEntry", "Obfs4Transport"],
-                          path: "Sources/Obfs4FrameFuzzer"),
-
         // Benchmarks against real peers: `swift run -c release postern-bench obfs4`.
         .executableTarget(name: "postern-bench", dependencies: ["TransportBase", "Obfs4Transport", "TransportTestSupport"],
                           path: "Sources/postern-bench"),
@@ -96,3 +86,29 @@ let package = Package(
                     path: "Tests/IntegrationTests"),
     ]
 )
+
+// libFuzzer targets, one executable per decoder (Fuzz/README.md). Every one is a main.swift that hands
+// its check to FuzzSupport.runFuzzer; the C entry in Fuzz/Entry starts libFuzzer when the build used
+// `-Xswiftc -sanitize=fuzzer` and otherwise replays the files named on the command line, so a plain
+// `swift build` links them too. `make fuzz` and scripts/fuzz.sh build and run them all.
+let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+    ("BridgeParserFuzzer", ["BridgeConfig"]),
+    ("ControlReplyFuzzer", ["PosternCore"]),
+    ("PTSocksFuzzer", ["TransportBase"]),
+    ("Obfs4HandshakeFuzzer", ["Obfs4Transport"]),
+    ("Obfs4FrameFuzzer", ["Obfs4Transport"]),
+    ("SnowflakeEncapsulationFuzzer", ["SnowflakeTransport"]),
+    ("KCPFuzzer", ["SnowflakeTransport"]),
+    ("SmuxFuzzer", ["SnowflakeTransport"]),
+    ("SDPFuzzer", ["SnowflakeTransport"]),
+    ("BrokerResponseFuzzer", ["SnowflakeTransport"]),
+    ("GeoRelayCSVFuzzer", ["PosternCore"]),
+    ("WebSocketFrameFuzzer", ["PosternCore"]),
+    ("NostrMessageFuzzer", ["PosternCore"]),
+]
+package.targets += [
+    .target(name: "FuzzerEntry", path: "Fuzz/Entry"),
+    .target(name: "FuzzSupport", dependencies: ["FuzzerEntry"], path: "Fuzz/Support"),
+] + fuzzTargets.map { target in
+    .executableTarget(name: target.name, dependencies: ["FuzzSupport"] + target.dependencies, path: "Fuzz/\(target.name)")
+}

@@ -5,6 +5,9 @@ set -euo pipefail
 PACKAGES=(
   # build
   gcc make patch pkg-config dpkg-dev libevent-dev libssl-dev zlib1g-dev libzstd-dev liblzma-dev libsodium-dev
+  # fuzzing (scripts/fuzz.sh): -sanitize=fuzzer links the toolchain's libFuzzer, which is C++ and
+  # needs libstdc++ at link time (swift.org lists it for Debian 12 too; named here so it is certain)
+  libstdc++-12-dev
   # app layer: HTTP/WebSocket through SOCKS, Nostr signatures
   libcurl4-openssl-dev libsecp256k1-dev
   # snowflake's WebRTC data channel: ICE and SCTP (DTLS uses libssl-dev above)

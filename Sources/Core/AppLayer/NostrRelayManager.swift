@@ -195,26 +195,35 @@ public actor NostrRelayManager {
     }
 
     private func handle(_ message: WebSocketMessage, from relay: String) {
-        guard case .text(let text) = message,
-              let array = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Any],
-              let type = array.first as? String else { return }
+        guard case .text(let text) = message, let parsed = NostrRelayMessage(parsing: text, relay: relay) else { return }
+        messagesContinuation.yield(parsed)
+    }
+}
+
+extension NostrRelayMessage {
+    /// One relay → client message (NIP-01 EVENT, EOSE, OK, NOTICE, CLOSED); nil for anything else,
+    /// including events that fail their id or signature check (a relay cannot forge). `package`
+    /// access: the manager and the `NostrMessageFuzzer` target use it.
+    package init?(parsing text: String, relay: String) {
+        guard let array = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Any],
+              let type = array.first as? String else { return nil }
         switch type {
         case "EVENT" where array.count >= 3:
-            // Events that fail their id or signature check are dropped: a relay cannot forge.
-            guard let subscription = array[1] as? String, let event = try? NostrEvent(jsonObject: array[2]), event.isValid else { return }
-            messagesContinuation.yield(.event(subscription: subscription, event: event, relay: relay))
+            guard let subscription = array[1] as? String, let event = try? NostrEvent(jsonObject: array[2]), event.isValid else { return nil }
+            self = .event(subscription: subscription, event: event, relay: relay)
         case "EOSE" where array.count >= 2:
-            if let subscription = array[1] as? String { messagesContinuation.yield(.endOfStoredEvents(subscription: subscription, relay: relay)) }
+            guard let subscription = array[1] as? String else { return nil }
+            self = .endOfStoredEvents(subscription: subscription, relay: relay)
         case "OK" where array.count >= 3:
-            guard let id = array[1] as? String else { return }
+            guard let id = array[1] as? String else { return nil }
             let accepted = (array[2] as? Bool) ?? ((array[2] as? NSNumber)?.boolValue ?? false)
-            messagesContinuation.yield(.ok(eventID: id, accepted: accepted, message: array.count > 3 ? (array[3] as? String ?? "") : "", relay: relay))
+            self = .ok(eventID: id, accepted: accepted, message: array.count > 3 ? (array[3] as? String ?? "") : "", relay: relay)
         case "NOTICE" where array.count >= 2:
-            messagesContinuation.yield(.notice(array[1] as? String ?? "", relay: relay))
+            self = .notice(array[1] as? String ?? "", relay: relay)
         case "CLOSED" where array.count >= 2:
-            messagesContinuation.yield(.closed(subscription: array[1] as? String ?? "", message: array.count > 2 ? (array[2] as? String ?? "") : "", relay: relay))
+            self = .closed(subscription: array[1] as? String ?? "", message: array.count > 2 ? (array[2] as? String ?? "") : "", relay: relay)
         default:
-            break
+            return nil
         }
     }
 }

@@ -240,3 +240,36 @@ enum SHA1 {
         return h.flatMap { word in (0..<4).reversed().map { UInt8((word >> (UInt32($0) * 8)) & 0xFF) } }
     }
 }
+
+/// The server-frame parser for the `WebSocketFrameFuzzer` libFuzzer target. `package` access: the
+/// fuzz targets of this package reach it; the parser itself stays internal.
+package enum WebSocketFuzzEntry {
+    package enum Event: Equatable {
+        case message(WebSocketMessage)
+        case ping([UInt8])
+        case pong([UInt8])
+        case close(WebSocketCloseStatus?)
+    }
+
+    /// Feeds `pieces` in order; returns the events and, if the stream broke the protocol, the close
+    /// code the client would answer with.
+    package static func parse(_ pieces: [ArraySlice<UInt8>], maximumMessageBytes: Int) -> (events: [Event], closeCode: UInt16?) {
+        var parser = WebSocketFrameParser(maximumMessageBytes: maximumMessageBytes)
+        var events: [Event] = []
+        do {
+            for piece in pieces {
+                for event in try parser.feed(piece) {
+                    switch event {
+                    case .message(let message): events.append(.message(message))
+                    case .ping(let payload): events.append(.ping(payload))
+                    case .pong(let payload): events.append(.pong(payload))
+                    case .close(let status): events.append(.close(status))
+                    }
+                }
+            }
+        } catch {
+            return (events, error.status.code)
+        }
+        return (events, nil)
+    }
+}

@@ -70,7 +70,7 @@ enum SocksReply: UInt8 {
 
 /// Reads exact byte counts from a socket, keeping whatever arrives beyond them.
 struct BufferedReader {
-    let socket: TCPSocket
+    let socket: any TransportConnection
     var buffer: [UInt8] = []
 
     mutating func read(exactly count: Int) async throws -> [UInt8] {
@@ -111,7 +111,7 @@ struct SocksSession {
             negotiated = try await withTimeout(negotiationTimeout, expired: {
                 client.abort(with: TransportError(code: .timedOut, kind: .timeout, message: "SOCKS negotiation timed out"))
             }) {
-                try await negotiate()
+                try await Self.negotiate(client: client, transport: transport)
             }
         } catch {
             reject("SOCKS negotiation failed: \((error as? TransportError)?.message ?? "unexpected error")")
@@ -142,8 +142,9 @@ struct SocksSession {
     }
 
     /// Greeting, RFC 1929 arguments, CONNECT. Returns the validated dial, the target and any bytes
-    /// the client sent after its request.
-    private func negotiate() async throws -> (PreparedDial, TransportEndpoint, [UInt8]) {
+    /// the client sent after its request. (Static and over any connection so that the fuzz target
+    /// can drive it from memory: see `PTSocksFuzzEntry`.)
+    static func negotiate(client: any TransportConnection, transport: any PluggableTransport) async throws -> (PreparedDial, TransportEndpoint, [UInt8]) {
         var reader = BufferedReader(socket: client)
         let version = try await reader.readByte()
         guard version == 5 else { throw Self.protocolError("SOCKS version \(version) is not supported (only 5)") }
@@ -152,7 +153,7 @@ struct SocksSession {
         let arguments: TransportArguments
         if methods.contains(0x02) {
             try await client.write([5, 0x02])
-            arguments = try await readArguments(&reader)
+            arguments = try await readArguments(&reader, client: client)
         } else if methods.contains(0x00) {
             try await client.write([5, 0x00])
             arguments = TransportArguments()
@@ -199,7 +200,7 @@ struct SocksSession {
 
     /// RFC 1929: `01 ULEN UNAME PLEN PASSWD`; the argument string is UNAME followed by PASSWD unless
     /// PASSWD is a single NUL.
-    private func readArguments(_ reader: inout BufferedReader) async throws -> TransportArguments {
+    private static func readArguments(_ reader: inout BufferedReader, client: any TransportConnection) async throws -> TransportArguments {
         let version = try await reader.readByte()
         guard version == 1 else {
             try await client.write([1, 1])
@@ -267,5 +268,15 @@ struct SocksSession {
         remote.close()
         client.close()
         return failure
+    }
+}
+
+/// The SOCKS negotiation for the `PTSocksFuzzer` libFuzzer target: `package` access, so the fuzz
+/// targets of this package reach it and users of the library do not.
+package enum PTSocksFuzzEntry {
+    /// Runs the server side of the negotiation over `client` (no listener, no dial).
+    package static func negotiate(client: any TransportConnection, transport: any PluggableTransport) async throws -> (target: TransportEndpoint, early: [UInt8]) {
+        let (_, target, early) = try await SocksSession.negotiate(client: client, transport: transport)
+        return (target, early)
     }
 }

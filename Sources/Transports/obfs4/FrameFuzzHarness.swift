@@ -1,6 +1,7 @@
 import TransportBase
 
-/// Drives the frame decoder with fuzzer-chosen input (used by the `Obfs4FrameFuzzer` libFuzzer target).
+/// Drives the frame decoder with fuzzer-chosen input (used by the `Obfs4FrameFuzzer` libFuzzer target;
+/// `package` access: the fuzz targets in this package see it, users of the library do not).
 ///
 /// Random bytes almost never carry a valid Poly1305 tag, so feeding them to the decoder alone would
 /// only exercise the length check. Instead the input is a little program: it builds a stream from
@@ -10,8 +11,8 @@ import TransportBase
 /// - a stream of well-formed frames decodes to exactly what was encoded, with nothing left over;
 /// - a malformed sealed packet is rejected at that packet, with the packets before it intact;
 /// - once the decoder fails, it keeps failing.
-public enum Obfs4FrameFuzzHarness {
-    public static func run(_ input: UnsafeRawBufferPointer) {
+package enum Obfs4FrameFuzzHarness {
+    package static func run(_ input: UnsafeRawBufferPointer) {
         let bytes = Array(input)
         guard let chunkSelector = bytes.first else { return }
         let keyMaterial = (0..<72).map { UInt8($0) }

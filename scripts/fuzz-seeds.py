@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of every fuzz target into OUT/<Target>/, from the unit tests' vectors.
+
+Seeds come from the same material the unit tests check against: the bridge-paste golden corpus
+(Tests/BridgeConfigTests/Corpus), the snowflake wire vectors captured from the Go implementation
+(Tests/SnowflakeTests/Vectors/snowflake-go.json), and the literal inputs of the control-reply,
+geo CSV, WebSocket, Nostr, SOCKS and obfs4 tests. Targets whose input is a little program (a mode
+byte, then choices) get their mode byte in front. Usage: fuzz-seeds.py OUT
+"""
+import glob
+import json
+import os
+import shutil
+import sys
+
+root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+out = sys.argv[1]
+vectors = json.load(open(os.path.join(root, "Tests/SnowflakeTests/Vectors/snowflake-go.json")))
+
+
+def seed(target, name, data):
+    os.makedirs(os.path.join(out, target), exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(out, target, name), "wb") as f:
+        f.write(bytes(data))
+
+
+for path in glob.glob(os.path.join(root, "Tests/BridgeConfigTests/Corpus/*.txt")):
+    os.makedirs(os.path.join(out, "BridgeParserFuzzer"), exist_ok=True)
+    shutil.copy(path, os.path.join(out, "BridgeParserFuzzer", os.path.basename(path)))
+
+# Control replies (ControlReplyParserTests).
+seed("ControlReplyFuzzer", "ok", "250 OK\r\n")
+seed("ControlReplyFuzzer", "getinfo-data", "250-version=0.4.9.11\r\n250+config-text=\r\nSocksPort 127.0.0.1:39050\r\n..leading dot is unstuffed\r\n.\r\n250 OK\r\n")
+seed("ControlReplyFuzzer", "bootstrap-event", '650 STATUS_CLIENT NOTICE BOOTSTRAP PROGRESS=5 TAG=conn SUMMARY="Connecting to a relay"\r\n250 OK\r\n')
+seed("ControlReplyFuzzer", "warning", '650 STATUS_CLIENT WARN BOOTSTRAP PROGRESS=10 TAG=conn_done SUMMARY="Connected to a relay" WARNING="Connection refused" REASON=CONNECTREFUSED COUNT=3 RECOMMENDATION=ignore\r\n')
+seed("ControlReplyFuzzer", "error", "552 Unrecognized option: Unknown option 'Bogus'.  Failing.\r\n")
+seed("ControlReplyFuzzer", "mixed-status", "250-first\r\n550 second\r\n250 OK\r\n")
+
+# PT SOCKS (SocksServerTests): mode 0 = raw client bytes (first a piece-size chunk), mode 1 = built.
+args = b"cert=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA;iat-mode=0"
+seed("PTSocksFuzzer", "raw-auth", bytes([0, 1, 3]) + bytes([5, 1, 2, 1, len(args)]) + args + bytes([1, 0, 5, 1, 0, 1, 127, 0, 0, 1, 0x1f, 0x90]) + b"early")
+seed("PTSocksFuzzer", "raw-noauth", bytes([0, 0, 5, 1, 0, 5, 1, 0, 4]) + bytes(15) + bytes([1, 1, 187]))
+seed("PTSocksFuzzer", "raw-domain", bytes([0, 0, 5, 1, 0, 5, 1, 0, 3, 9]) + b"localhost" + bytes([0, 80]))
+seed("PTSocksFuzzer", "built", bytes([1, 2, 4]) + b"cert" + bytes([8]) + b"AAAA\\;==" + bytes([8]) + b"iat-mode" + bytes([1]) + b"0" + bytes([0, 127, 0, 0, 1, 0x1f, 0x90, 3]) + b"abc" + bytes([1, 2, 3]))
+
+# obfs4: frame harness (chunk selector, then operations) and handshake harness (mode, then fields).
+seed("Obfs4FrameFuzzer", "frames", bytes([3, 0, 0, 0, 5, 2]) + b"hello" + bytes([1, 0, 4, 0, 0, 1, 9, 0, 1, 2]))
+seed("Obfs4FrameFuzzer", "garbage", bytes([0, 2, 8]) + b"garbage!")
+for mode, name in [(0, "arbitrary"), (1, "signed"), (2, "real"), (3, "elligator")]:
+    seed("Obfs4HandshakeFuzzer", name, bytes([mode, 0, 40, 7]) + bytes(range(64)) + b"trailing frame bytes")
+
+# Snowflake, from the Go vectors.
+for index, chunk in enumerate(vectors["encapsulation"]):
+    seed("SnowflakeEncapsulationFuzzer", f"chunk-{index}", bytes([0x80, 0]) + bytes.fromhex(chunk.get("encodedHex", chunk["prefixHex"])))
+seed("SnowflakeEncapsulationFuzzer", "stream", bytes([0x80, 2, 7, 3]) + bytes.fromhex(vectors["encapsulationStream"]["hex"]))
+seed("SnowflakeEncapsulationFuzzer", "built", bytes([0x81, 1, 5, 0, 5]) + b"hello" + bytes([3, 2, 1]))
+for index, packet in enumerate(vectors["kcp"]["packets"][:12]):
+    seed("KCPFuzzer", f"packet-{index}", bytes([0]) + bytes.fromhex(packet["hex"]))
+seed("KCPFuzzer", "built", bytes([1, 0, 1, 0]) + bytes(14) + bytes([5]) + b"hello" + bytes([1]) + bytes(14) + bytes([0]))
+seed("SmuxFuzzer", "session", bytes([0, 1, 5]) + b"".join(bytes.fromhex(w["hex"]) for w in vectors["smux"]["writes"]))
+for index, write in enumerate(vectors["smux"]["writes"]):
+    seed("SmuxFuzzer", f"frame-{index}", bytes([0, 0]) + bytes.fromhex(write["hex"]))
+for index, response in enumerate(vectors["pollResponses"]):
+    seed("BrokerResponseFuzzer", f"poll-{index}", bytes([0]) + response["encoded"].encode())
+seed("BrokerResponseFuzzer", "amp-armor", bytes([1, 76]) + vectors["ampArmor"]["encoded"].encode())
+seed("BrokerResponseFuzzer", "amp-path", bytes([2]) + vectors["ampPath"]["data"].encode())
+seed("SDPFuzzer", "pion-offer", bytes([1]) + json.loads(vectors["pionOfferSerialized"])["sdp"].encode())
+seed("SDPFuzzer", "offer", bytes([1]) + vectors["sessionDescription"]["sdp"].encode())
+seed("SDPFuzzer", "candidate", bytes([0]) + b"1 1 udp 2130706431 127.0.5.2 40000 typ srflx raddr 0.0.0.0 rport 40000")
+seed("SDPFuzzer", "built", bytes([2, 4]) + b"ufrg" + bytes([22]) + bytes(range(22)) + bytes(range(32)) + bytes([0x81]) + bytes(range(9)))
+
+# Geo relay CSV (GeoRelayDirectoryTests).
+seed("GeoRelayCSVFuzzer", "sample", "Relay URL,Latitude,Longitude\nrelay.example.org,48.85,2.35\nwss://nostr.example.net,40.71,-74.0\nhttps://tokyo.example.jp/,35.68,139.69\n\n")
+seed("GeoRelayCSVFuzzer", "short-header", "relay url,lat,lon\r\nrelay.example.org:8443,-90,180\r\n")
+seed("GeoRelayCSVFuzzer", "local", "Relay URL,Latitude,Longitude\nwss://relay.local,1,2\n")
+
+# WebSocket server frames (WebSocketTests): mode 0 raw (after a piece-size chunk), mode 1 built.
+seed("WebSocketFrameFuzzer", "text", bytes([0x80, 0, 0x81, 5]) + b"hello")
+seed("WebSocketFrameFuzzer", "fragmented", bytes([0x80, 1, 3, 0x01, 3]) + b"hel" + bytes([0x89, 1, 0x2a, 0x80, 2]) + b"lo" + bytes([0x88, 2, 0x03, 0xe8]))
+seed("WebSocketFrameFuzzer", "long", bytes([0x80, 0, 0x82, 126, 0x01, 0x00]) + bytes(256))
+seed("WebSocketFrameFuzzer", "built", bytes([0x81, 1, 7, 0x44, 0, 10]) + b"0123456789" + bytes([2, 3, 0x03, 0xe8]))
+
+# Nostr relay messages (NostrTests): mode 0 raw text, mode 1 a signed event built by the harness.
+seed("NostrMessageFuzzer", "eose", bytes([0]) + b'["EOSE","sub1"]')
+seed("NostrMessageFuzzer", "ok", bytes([0]) + b'["OK","' + b"ab" * 32 + b'",true,"duplicate: already have it"]')
+seed("NostrMessageFuzzer", "notice", bytes([0]) + b'["NOTICE","rate limited"]')
+seed("NostrMessageFuzzer", "closed", bytes([0]) + b'["CLOSED","sub1","auth-required: log in"]')
+seed("NostrMessageFuzzer", "event", bytes([0]) + b'["EVENT","sub1",{"id":"' + b"00" * 32 + b'","pubkey":"' + b"11" * 32 + b'","created_at":1700000000,"kind":1,"tags":[["t","x"]],"content":"hi","sig":"' + b"22" * 64 + b'"}]')
+seed("NostrMessageFuzzer", "signed", bytes([1, 0, 1, 0x65, 0x53, 0xf1, 0x00, 1, 2, 1]) + b"t" + bytes([1]) + b"x" + bytes([4]) + b"sub1" + "line\nquote\" back\\slash tab\t é / 🙂".encode())

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Builds every libFuzzer target (Package.swift's fuzzTargets) with -sanitize=fuzzer and runs each for
+# a set time, from a corpus seeded by scripts/fuzz-seeds.py and grown by earlier runs.
+#
+#   scripts/fuzz.sh [--seconds N] [--results FILE] [TARGET...]
+#
+# Prints one line per target: executions, executions per second, coverage (libFuzzer's cov = edges,
+# ft = features) and corpus size, then PASS or FAIL. A crash, a broken invariant (a trap), a hang
+# (-timeout) or a memory blow-up (-rss_limit_mb) fails the target; the input is kept as
+# fuzz-artifacts/<target>/crash-* (or timeout-*, oom-*) and the replay command is printed. With
+# --results, "PASS target" / "FAIL target" lines are written to FILE (scripts/run-tests.sh counts
+# them). Exit status: 0 when every target passed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+
+seconds=${FUZZ_SECONDS:-60}
+results=""
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds="$2"; shift 2 ;;
+    --results) results="$2"; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "fuzz.sh: unknown option $1" >&2; exit 64 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+if [ ${#targets[@]} -eq 0 ]; then
+  mapfile -t targets < <(sed -n 's/^    ("\([A-Za-z0-9]*Fuzzer\)", .*/\1/p' Package.swift)
+fi
+[ ${#targets[@]} -gt 0 ] || { echo "fuzz.sh: no fuzz targets found in Package.swift" >&2; exit 1; }
+
+scratch=.build-fuzz
+build_start=$(date +%s)
+for target in "${targets[@]}"; do
+  echo "== building $target (release, -sanitize=fuzzer)" >&2
+  swift build -c release --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer --product "$target" 2>&1 | grep -v '^\[' >&2 || true
+  [ -x "$scratch/release/$target" ] || { echo "fuzz.sh: $target did not build" >&2; exit 1; }
+done
+echo "== fuzz build took $(( $(date +%s) - build_start )) s" >&2
+
+python3 scripts/fuzz-seeds.py fuzz-artifacts/seeds
+[ -z "$results" ] || : > "$results"
+failed=0
+printf '%-30s %12s %9s %7s %7s %7s  %s\n' target executions exec/s cov ft corpus result
+for target in "${targets[@]}"; do
+  corpus=fuzz-artifacts/corpus/$target
+  artifacts=fuzz-artifacts/$target
+  mkdir -p "$corpus" "$artifacts"
+  [ ! -d "fuzz-artifacts/seeds/$target" ] || cp fuzz-artifacts/seeds/"$target"/* "$corpus"/
+  log=$artifacts/last-run.log
+  # SWIFT_BACKTRACE=enable=no: Swift's crash reporter would take the signal before libFuzzer can
+  # save the input.
+  if SWIFT_BACKTRACE=enable=no "$scratch/release/$target" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
+       -max_len=16384 -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1; then
+    status=PASS
+  else
+    status=FAIL
+    failed=$((failed + 1))
+  fi
+  executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+  last=$(grep -E '^#[0-9]+' "$log" | tail -n 1 || true)
+  cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+  ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+  units=$(sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p' <<<"$last")
+  if [ -z "$executions" ]; then
+    # Killed before libFuzzer printed its stats (a crash prints none): take the last status line.
+    executions=$(sed -n 's/^#\([0-9]*\).*/\1/p' <<<"$last")
+  fi
+  printf '%-30s %12s %9s %7s %7s %7s  %s\n' "$target" "${executions:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${units:-?}" "$status"
+  [ -z "$results" ] || echo "$status $target" >>"$results"
+  if [ "$status" = FAIL ]; then
+    grep -E 'invariant broken|Fatal error|ERROR: libFuzzer|deadly signal|Test unit written' "$log" | head -n 5 | sed 's/^/    /' >&2 || true
+    for input in "$artifacts"/crash-* "$artifacts"/timeout-* "$artifacts"/oom-*; do
+      [ -e "$input" ] && echo "    replay: $scratch/release/$target $input" >&2
+    done
+  fi
+done
+[ "$failed" = 0 ]
