@@ -5,6 +5,12 @@
 # Tests that run an in-process tor (TestBedSuite) get a process each: tor 0.4.9.11 still fails
 # intermittently after many tor_run_main calls in one process (see docs/TOR-CORE-PROVENANCE.md),
 # and one process per test keeps each test's result its own. Everything else runs in one process.
+#
+# Then the fuzz stage (scripts/fuzz.sh: every libFuzzer target for FUZZ_CI_SECONDS, default 20) and the
+# leak check (scripts/check-leaks.py): no test bed bridge's address, fingerprint or cert in any output
+# of the run or any file the tests wrote, including files they deleted (scripts/keep-files.py keeps a
+# hard link to each). Each fuzz target and each check counts as one test in the final line. Outputs
+# stay in .test-output/ for inspection.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
@@ -20,13 +26,24 @@ scripts/testbed up --dir "$tb_dir" --censor none
 export POSTERN_TESTBED_ENV="$tb_dir/env"
 in_bed() { scripts/testbed exec --dir "$tb_dir" "$@"; }
 
+# Everything the run writes goes under one directory: test outputs in logs/, the tests' own files in
+# tmp/ (their TMPDIR), hard links to every file created there in kept/.
+run_dir="$PWD/.test-output"
+rm -rf "$run_dir"
+mkdir -p "$run_dir/logs" "$run_dir/tmp" "$run_dir/kept"
+python3 scripts/keep-files.py "$run_dir/tmp" "$run_dir/kept" >/dev/null &
+keeper=$!
+trap 'kill "$keeper" 2>/dev/null || true; scripts/testbed down --dir "$tb_dir" || true' EXIT
+log_number=0
+
 passed=0 failed=0
 failures=()
 run_group() { # $1 = label, rest = swift test arguments
   local label="$1"; shift
   local log
-  log=$(mktemp)
-  if in_bed swift test --skip-build "$@" 2>&1 | tee "$log"; then status=0; else status=1; fi
+  log_number=$((log_number + 1))
+  log="$run_dir/logs/$(printf '%03d' "$log_number")-$(printf '%s' "$label" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-80).log"
+  if in_bed env TMPDIR="$run_dir/tmp" swift test --skip-build "$@" 2>&1 | tee "$log"; then status=0; else status=1; fi
   # Swift Testing's closing line: "Test run with N tests in M suites passed/failed ..."
   local count
   count=$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} .*/\1/p' "$log" | tail -n 1)
@@ -37,7 +54,15 @@ run_group() { # $1 = label, rest = swift test arguments
     failed=$((failed + (count > 0 ? count : 1)))
     failures+=("$label")
   fi
-  rm -f "$log"
+}
+check() { # $1 = label, rest = command; one test
+  local label="$1"; shift
+  if "$@" 2>&1 | tee "$run_dir/logs/check-$(printf '%s' "$label" | tr -c 'A-Za-z0-9._-' '_').log"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failures+=("$label")
+  fi
 }
 
 echo "== unit, CLI and transport tests (one process)" >&2
@@ -49,6 +74,22 @@ for test in "${bed_tests[@]}"; do
   pattern=$(printf '%s' "$test" | sed 's/[][().*+?^$|\\{}]/\\&/g')
   run_group "$test" --filter "${pattern#IntegrationTests\\.}"
 done
+
+echo "== fuzz stage: every libFuzzer target for ${FUZZ_CI_SECONDS:-20} s" >&2
+fuzz_results="$run_dir/fuzz-results"
+scripts/fuzz.sh --seconds "${FUZZ_CI_SECONDS:-20}" --results "$fuzz_results" 2>&1 | tee "$run_dir/logs/fuzz.log" || true
+fuzz_passed=$(grep -c '^PASS ' "$fuzz_results" 2>/dev/null || true)
+fuzz_failed=$(grep -c '^FAIL ' "$fuzz_results" 2>/dev/null || true)
+passed=$((passed + ${fuzz_passed:-0}))
+if [ "${fuzz_passed:-0}" = 0 ] && [ "${fuzz_failed:-0}" = 0 ]; then fuzz_failed=1; fi  # the stage itself broke
+failed=$((failed + ${fuzz_failed:-0}))
+while read -r result target; do [ "$result" = FAIL ] && failures+=("fuzz: $target"); done < <(cat "$fuzz_results" 2>/dev/null || echo "FAIL build")
+
+echo "== hygiene: bridge secrets in the run's outputs and files" >&2
+kill "$keeper" 2>/dev/null || true
+wait "$keeper" 2>/dev/null || true
+check "leak check self-test" python3 scripts/check-leaks.py --self-test
+check "no bridge secrets in outputs or files" python3 scripts/check-leaks.py --env "$tb_dir/env" "$run_dir/logs" "$run_dir/tmp" "$run_dir/kept"
 
 echo
 if [ ${#failures[@]} -gt 0 ]; then

@@ -308,8 +308,10 @@ public actor TorManager {
                                         attributes: [.posixPermissions: 0o700])
             try manager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
             let empty = directory.appendingPathComponent("empty-torrc")
-            if !manager.fileExists(atPath: empty.path) {
-                try Data().write(to: empty)
+            // Private like every file Postern keeps (its content is empty, but a check cannot tell).
+            if !manager.fileExists(atPath: empty.path),
+               !manager.createFile(atPath: empty.path, contents: Data(), attributes: [.posixPermissions: 0o600]) {
+                throw TorCoreError(.filesystem, "cannot create \(empty.path)")
             }
             return empty
         } catch {

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Fails when a test bed bridge's address, fingerprint or cert appears in any file under the given
+directories: the test run's outputs, and the files tests wrote (postern's logs and state, kept by
+scripts/keep-files.py even when the tests deleted them).
+
+  check-leaks.py --env TESTBED_ENV DIR...
+  check-leaks.py --self-test
+
+Secrets are taken from the bridge lines in the test bed's env file (TB_BRIDGE_VANILLA, TB_BRIDGE_OBFS4,
+TB_BRIDGE_SNOWFLAKE) with the rules of TestBed.bridgeSecrets: every host:port and its host, every
+40-hex fingerprint, every argument value longer than 20 characters (certs). Files that hold bridges by
+design are skipped, each rule with its reason (SKIPPED below); everything else must be clean. Leaks
+are reported by file and kind, never by printing the secret.
+"""
+import os
+import re
+import shlex
+import sys
+import tempfile
+
+# (pattern on the path relative to the scanned directory, reason). Kept narrow on purpose.
+SKIPPED = [
+    (re.compile(r"(^|/)bridges\.json(~\d+)?$"), "the bridge store: holds the bridges by design (0600)"),
+    (re.compile(r"(^|/)\.bridges\.json\.[^/]*$"), "the bridge store's atomic-write temporary"),
+    (re.compile(r"(^|/)torrc[^/]*$"), "a tor configuration a test wrote for a stock tor client (Bridge lines by design)"),
+    (re.compile(r"(^|/)obfs4_(state\.json|bridgeline\.txt)(~\d+)?$"), "obfs4proxy's own server state (the bridge's side)"),
+]
+# Inside a tor data directory (it has a 'lock' or 'cached-certs' next to it), tor's own state names
+# its bridges (guard entries, descriptors); only the log that Postern asks tor to write is checked.
+TOR_DATA_MARKERS = ("cached-certs", "cached-microdesc-consensus", "lock", "state")
+
+
+def secrets_of(line):
+    found = []
+    for word in line.split():
+        if ":" in word and not word.startswith(("http", "stun:", "url=", "front", "ice=")):
+            found.append((word, "address"))
+            found.append((word.rsplit(":", 1)[0].strip("[]"), "host"))
+        if len(word) == 40 and all(c in "0123456789abcdefABCDEF" for c in word):
+            found.append((word, "fingerprint"))
+        key, equals, value = word.partition("=")
+        if equals and len(value) > 20 and key in ("cert", "fingerprint"):
+            found.append((value, key))
+    return found
+
+
+def load_secrets(env_path):
+    secrets = []
+    with open(env_path) as env:
+        for raw in env:
+            name, equals, value = raw.strip().partition("=")
+            if equals and name.startswith("TB_BRIDGE_"):
+                line = " ".join(shlex.split(value))
+                secrets += [(s, kind, name) for s, kind in secrets_of(line) if len(s) >= 7]
+    return secrets
+
+
+def is_tor_state(path):
+    directory = os.path.dirname(path)
+    if os.path.basename(path).endswith(".log") or os.path.basename(path).startswith("tor.log"):
+        return False
+    here = set(os.listdir(directory)) if os.path.isdir(directory) else set()
+    parent = os.path.dirname(directory)
+    return bool(here & {"cached-certs", "lock"}) or (
+        os.path.basename(directory) in ("keys", "diff-cache") and os.path.isdir(parent) and bool(set(os.listdir(parent)) & {"cached-certs", "lock"}))
+
+
+def scan(roots, secrets):
+    leaks, scanned, skipped = [], 0, 0
+    for root in roots:
+        for current, _, files in os.walk(root):
+            for name in files:
+                path = os.path.join(current, name)
+                relative = os.path.relpath(path, root)
+                if any(pattern.search(relative) for pattern, _ in SKIPPED) or is_tor_state(path):
+                    skipped += 1
+                    continue
+                try:
+                    with open(path, "rb") as f:
+                        data = f.read()
+                except OSError:
+                    continue
+                scanned += 1
+                for secret, kind, bridge in secrets:
+                    if secret.encode() in data:
+                        leaks.append(f"{path}: the {kind} of {bridge}")
+    return leaks, scanned, skipped
+
+
+def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
+    if len(argv) < 4 or argv[1] != "--env":
+        print(__doc__.strip(), file=sys.stderr)
+        return 64
+    secrets = load_secrets(argv[2])
+    if len(secrets) < 6:
+        print(f"check-leaks: only {len(secrets)} secrets found in {argv[2]}: is the test bed's env complete?", file=sys.stderr)
+        return 1
+    leaks, scanned, skipped = scan(argv[3:], secrets)
+    for leak in sorted(set(leaks)):
+        print(f"LEAK {leak}")
+    print(f"check-leaks: {len(secrets)} bridge secrets, {scanned} files scanned, {skipped} skipped by rule, {len(set(leaks))} leaks")
+    return 1 if leaks else 0
+
+
+def self_test():
+    """Plants violations in a scratch tree and checks that each is caught and each skip is narrow."""
+    failures = []
+    with tempfile.TemporaryDirectory() as scratch:
+        env = os.path.join(scratch, "env")
+        cert = "A" * 27 + "b" * 43
+        with open(env, "w") as f:
+            f.write(f"TB_BRIDGE_VANILLA=127.0.3.1:5001\\ {'ab' * 20}\n")
+            f.write(f"TB_BRIDGE_OBFS4=obfs4\\ 127.0.3.2:5002\\ {'CD' * 20}\\ cert={cert}\\ iat-mode=0\n")
+        secrets = load_secrets(env)
+        kinds = sorted({kind for _, kind, _ in secrets})
+        if kinds != ["address", "cert", "fingerprint", "host"]:
+            failures.append(f"secret kinds {kinds}")
+        run = os.path.join(scratch, "run")
+        tor = os.path.join(run, "tmp/postern-x/state/tor")
+        os.makedirs(tor)
+
+        def write(relative, text):
+            path = os.path.join(run, relative)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(text)
+
+        write("logs/unit.log", "Test run with 3 tests passed\nbridge [scrubbed]\n")
+        write("tmp/postern-x/bridges.json", f'{{"line": "obfs4 127.0.3.2:5002 {"CD" * 20} cert={cert}"}}')
+        write("tmp/postern-x/state/tor/lock", "")
+        write("tmp/postern-x/state/tor/state", f"Guard in=bridges rsa_id={'CD' * 20} bridge_addr=127.0.3.2:5002\n")
+        write("tmp/postern-x/state/tor/tor.log", "[notice] Bootstrapped 100%\n")
+        leaks, _, _ = scan([run], secrets)
+        if leaks:
+            failures.append(f"a clean tree reported leaks: {leaks}")
+        for relative, text, kind in [
+            ("logs/integration.log", "dialing 127.0.3.2:5002 failed", "address"),
+            ("tmp/postern-x/state/tor/tor.log", "connecting to 127.0.3.1", "host"),
+            ("tmp/postern-x/state/run-status.json", f'{{"bridge": "{"ab" * 20}"}}', "fingerprint"),
+            ("tmp/postern-y/output.txt", f"cert={cert}", "cert"),
+        ]:
+            write(relative, text)
+            leaks, _, _ = scan([run], secrets)
+            if not any(relative in leak and kind in leak for leak in leaks):
+                failures.append(f"a planted {kind} in {relative} was not reported: {leaks}")
+            write(relative, "clean\n")
+    for failure in failures:
+        print(f"check-leaks self-test: FAIL {failure}")
+    print(f"check-leaks self-test: {'FAIL' if failures else 'PASS'} (4 planted leaks, 1 clean tree)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
