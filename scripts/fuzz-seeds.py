@@ -5,7 +5,8 @@ Seeds come from the same material the unit tests check against: the bridge-paste
 (Tests/BridgeConfigTests/Corpus), the snowflake wire vectors captured from the Go implementation
 (Tests/SnowflakeTests/Vectors/snowflake-go.json), and the literal inputs of the control-reply,
 geo CSV, WebSocket, Nostr, SOCKS and obfs4 tests. Targets whose input is a little program (a mode
-byte, then choices) get their mode byte in front. Usage: fuzz-seeds.py OUT
+byte, then choices) get their mode byte in front. Inputs that once broke a target (Fuzz/Regressions/<Target>/, each also a unit test)
+are seeds too, so every run replays them first. Usage: fuzz-seeds.py OUT
 """
 import glob
 import json
@@ -25,6 +26,11 @@ def seed(target, name, data):
     with open(os.path.join(out, target, name), "wb") as f:
         f.write(bytes(data))
 
+
+for path in glob.glob(os.path.join(root, "Fuzz/Regressions/*/*")):
+    target = os.path.basename(os.path.dirname(path))
+    os.makedirs(os.path.join(out, target), exist_ok=True)
+    shutil.copy(path, os.path.join(out, target, "regression-" + os.path.basename(path)))
 
 for path in glob.glob(os.path.join(root, "Tests/BridgeConfigTests/Corpus/*.txt")):
     os.makedirs(os.path.join(out, "BridgeParserFuzzer"), exist_ok=True)

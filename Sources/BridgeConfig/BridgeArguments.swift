@@ -65,12 +65,13 @@ public struct BridgeArguments: Hashable, Sendable, CustomStringConvertible, Rand
     /// with `\` and `;` escaped, joined by `;` (tor does not escape `=`).
     public var socksArgumentString: String {
         elements.map { element in
-            var escaped = ""
-            for character in element.description {
-                if character == "\\" || character == ";" { escaped.append("\\") }
-                escaped.append(character)
+            // By scalar: ";" followed by a combining mark is one Character, but still the separator.
+            var escaped = String.UnicodeScalarView()
+            for scalar in element.description.unicodeScalars {
+                if scalar == "\\" || scalar == ";" { escaped.append("\\") }
+                escaped.append(scalar)
             }
-            return escaped
+            return String(escaped)
         }.joined(separator: ";")
     }
 

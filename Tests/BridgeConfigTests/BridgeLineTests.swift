@@ -131,6 +131,13 @@ struct BridgeLineTests {
         #expect(throws: BridgeConfigError.self) { try BridgeArguments([(key: "", value: "1")]) }
     }
 
+    /// The same escaping bug PTSocksFuzzer found in TransportArguments: ";" followed by a combining
+    /// mark is one Character, but tor's transport splits on the ";" byte, so it must be escaped.
+    @Test func separatorsFollowedByCombiningMarksAreEscapedForSocks() throws {
+        let arguments = try BridgeArguments([(key: "a", value: "x;\u{301}y\\\u{301}")])
+        #expect(arguments.socksArgumentString == "a=x\\;\u{301}y\\\\\u{301}")
+    }
+
     @Test func argumentStringOver510BytesIsRejected() {
         let ice = (0..<40).map { "stun:s\($0).example.net:3478" }.joined(separator: ",")
         #expect {

@@ -195,6 +195,18 @@ struct RawSocksClient {
         #expect(TransportArguments(["cert": "secret"]).scrubbedDescription == "cert=[scrubbed]")
     }
 
+    /// Found by PTSocksFuzzer (Fuzz/Regressions/PTSocksFuzzer/combining-mark-after-equals): "=" or
+    /// ";" followed by a combining mark is one Swift Character, which the escaper compared as a whole
+    /// and so left unescaped, while the parser splits on the byte. The key arrived cut in two.
+    @Test func separatorsFollowedByCombiningMarksAreEscaped() throws {
+        let arguments = TransportArguments([
+            TransportArguments.Pair(key: "22222222222;==\u{08}iat-mode", value: ""),
+            TransportArguments.Pair(key: "A;=\u{33F};", value: "x=\u{301}y;\u{301}z\\\u{301}"),
+        ])
+        #expect(arguments.description.unicodeScalars.filter { $0 == "\\" }.count == 10)
+        #expect(try TransportArguments(parsing: arguments.description) == arguments)
+    }
+
     @Test func endpointsAndNamesAreValidatedAndRoundTrip() throws {
         for text in ["127.0.0.1:443", "[2001:db8::1]:9443", "[::1]:1"] {
             #expect(try TransportEndpoint(parsing: text).description == text)

@@ -66,13 +66,15 @@ public struct TransportArguments: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
+        // By scalar, not by Character: "=" or ";" followed by a combining mark is one Character that
+        // compares unequal to "=", yet its first byte is the separator the parser splits on.
         func escape(_ text: String) -> String {
-            var out = ""
-            for character in text {
-                if character == "\\" || character == ";" || character == "=" { out.append("\\") }
-                out.append(character)
+            var out = String.UnicodeScalarView()
+            for scalar in text.unicodeScalars {
+                if scalar == "\\" || scalar == ";" || scalar == "=" { out.append("\\") }
+                out.append(scalar)
             }
-            return out
+            return String(out)
         }
         return pairs.map { escape($0.key) + "=" + escape($0.value) }.joined(separator: ";")
     }
