@@ -75,6 +75,8 @@ def scan(roots, secrets):
                 if any(pattern.search(relative) for pattern, _ in SKIPPED) or is_tor_state(path):
                     skipped += 1
                     continue
+                if not os.path.isfile(path) or os.path.islink(path):
+                    continue  # sockets and pipes (a read could block), links (their target is scanned where it lives)
                 try:
                     with open(path, "rb") as f:
                         data = f.read()

@@ -6,7 +6,7 @@
 # intermittently after many tor_run_main calls in one process (see docs/TOR-CORE-PROVENANCE.md),
 # and one process per test keeps each test's result its own. Everything else runs in one process.
 #
-# Then the fuzz stage (scripts/fuzz.sh: every libFuzzer target for FUZZ_CI_SECONDS, default 20) and the
+# Then the fuzz stage (scripts/fuzz.sh: every libFuzzer target for FUZZ_CI_SECONDS, default 25) and the
 # leak check (scripts/check-leaks.py): no test bed bridge's address, fingerprint or cert in any output
 # of the run or any file the tests wrote, including files they deleted (scripts/keep-files.py keeps a
 # hard link to each). Each fuzz target and each check counts as one test in the final line. Outputs
@@ -75,9 +75,9 @@ for test in "${bed_tests[@]}"; do
   run_group "$test" --filter "${pattern#IntegrationTests\\.}"
 done
 
-echo "== fuzz stage: every libFuzzer target for ${FUZZ_CI_SECONDS:-20} s" >&2
+echo "== fuzz stage: every libFuzzer target for ${FUZZ_CI_SECONDS:-25} s" >&2
 fuzz_results="$run_dir/fuzz-results"
-scripts/fuzz.sh --seconds "${FUZZ_CI_SECONDS:-20}" --results "$fuzz_results" 2>&1 | tee "$run_dir/logs/fuzz.log" || true
+scripts/fuzz.sh --seconds "${FUZZ_CI_SECONDS:-25}" --results "$fuzz_results" 2>&1 | tee "$run_dir/logs/fuzz.log" || true
 fuzz_passed=$(grep -c '^PASS ' "$fuzz_results" 2>/dev/null || true)
 fuzz_failed=$(grep -c '^FAIL ' "$fuzz_results" 2>/dev/null || true)
 passed=$((passed + ${fuzz_passed:-0}))
