@@ -21,7 +21,9 @@ import tempfile
 # (pattern on the path relative to the scanned directory, reason). Kept narrow on purpose.
 SKIPPED = [
     (re.compile(r"(^|/)bridges\.json(~\d+)?$"), "the bridge store: holds the bridges by design (0600)"),
-    (re.compile(r"(^|/)\.bridges\.json\.[^/]*$"), "the bridge store's atomic-write temporary"),
+    (re.compile(r"(^|/)bridges\.json\.tmp-[^/]*$"), "the bridge store's atomic-write temporary (becomes the store)"),
+    (re.compile(r"(^|/)postern-stock-tor-[^/]*/tor\.log(~\d+)?$"),
+     "a stock Debian tor client's own log (a peer, like the bridges' logs): tor names bridge descriptors at notice level"),
     (re.compile(r"(^|/)torrc[^/]*$"), "a tor configuration a test wrote for a stock tor client (Bridge lines by design)"),
     (re.compile(r"(^|/)obfs4_(state\.json|bridgeline\.txt)(~\d+)?$"), "obfs4proxy's own server state (the bridge's side)"),
 ]
@@ -134,6 +136,8 @@ def self_test():
         write("tmp/postern-x/state/tor/lock", "")
         write("tmp/postern-x/state/tor/state", f"Guard in=bridges rsa_id={'CD' * 20} bridge_addr=127.0.3.2:5002\n")
         write("tmp/postern-x/state/tor/tor.log", "[notice] Bootstrapped 100%\n")
+        write("tmp/postern-x/bridges.json.tmp-123-456", f"obfs4 127.0.3.2:5002 {'CD' * 20}")
+        write("tmp/postern-stock-tor-1/tor.log", "new bridge descriptor at 127.0.3.2")
         leaks, _, _ = scan([run], secrets)
         if leaks:
             failures.append(f"a clean tree reported leaks: {leaks}")
@@ -142,6 +146,8 @@ def self_test():
             ("tmp/postern-x/state/tor/tor.log", "connecting to 127.0.3.1", "host"),
             ("tmp/postern-x/state/run-status.json", f'{{"bridge": "{"ab" * 20}"}}', "fingerprint"),
             ("tmp/postern-y/output.txt", f"cert={cert}", "cert"),
+            ("tmp/postern-stock-tor-1/notes.txt", "127.0.3.2:5002", "address"),
+            ("tmp/postern-x/bridges.json.bak", f"{'CD' * 20}", "fingerprint"),
         ]:
             write(relative, text)
             leaks, _, _ = scan([run], secrets)
@@ -150,7 +156,7 @@ def self_test():
             write(relative, "clean\n")
     for failure in failures:
         print(f"check-leaks self-test: FAIL {failure}")
-    print(f"check-leaks self-test: {'FAIL' if failures else 'PASS'} (4 planted leaks, 1 clean tree)")
+    print(f"check-leaks self-test: {'FAIL' if failures else 'PASS'} (6 planted leaks, 1 clean tree)")
     return 1 if failures else 0
 
 
