@@ -22,14 +22,14 @@ import tempfile
 SKIPPED = [
     (re.compile(r"(^|/)bridges\.json(~\d+)?$"), "the bridge store: holds the bridges by design (0600)"),
     (re.compile(r"(^|/)bridges\.json\.tmp-[^/]*$"), "the bridge store's atomic-write temporary (becomes the store)"),
-    (re.compile(r"(^|/)postern-stock-tor-[^/]*/tor\.log(~\d+)?$"),
-     "a stock Debian tor client's own log (a peer, like the bridges' logs): tor names bridge descriptors at notice level"),
     (re.compile(r"(^|/)torrc[^/]*$"), "a tor configuration a test wrote for a stock tor client (Bridge lines by design)"),
     (re.compile(r"(^|/)obfs4_(state\.json|bridgeline\.txt)(~\d+)?$"), "obfs4proxy's own server state (the bridge's side)"),
 ]
-# Inside a tor data directory (it has a 'lock' or 'cached-certs' next to it), tor's own state names
-# its bridges (guard entries, descriptors); only the log that Postern asks tor to write is checked.
-TOR_DATA_MARKERS = ("cached-certs", "cached-microdesc-consensus", "lock", "state")
+# Inside a tor data directory (it has a 'lock' or 'cached-certs'), tor's own state names its bridges
+# (guard entries, descriptors): skipped. Its log is checked when the directory is Postern's (Postern
+# always writes 'empty-torrc' there, TorManager.prepareDataDirectory) and skipped when it belongs to
+# a stock Debian tor a test runs as a peer: tor logs "new bridge descriptor ... at ADDRESS" at notice
+# level, which is why Postern's own tor logs at warn level only (TorConfiguration.noticeLevelLog).
 
 
 def secrets_of(line):
@@ -58,13 +58,17 @@ def load_secrets(env_path):
 
 
 def is_tor_state(path):
+    """True for tor's own files in a tor data directory, and for a stock tor's log."""
     directory = os.path.dirname(path)
-    if os.path.basename(path).endswith(".log") or os.path.basename(path).startswith("tor.log"):
-        return False
+    name = os.path.basename(path)
+    if os.path.basename(directory) in ("keys", "diff-cache"):
+        directory = os.path.dirname(directory)
     here = set(os.listdir(directory)) if os.path.isdir(directory) else set()
-    parent = os.path.dirname(directory)
-    return bool(here & {"cached-certs", "lock"}) or (
-        os.path.basename(directory) in ("keys", "diff-cache") and os.path.isdir(parent) and bool(set(os.listdir(parent)) & {"cached-certs", "lock"}))
+    if not here & {"cached-certs", "lock"}:
+        return False
+    if re.search(r"\.log(~\d+)?$", name):
+        return "empty-torrc" not in here
+    return True
 
 
 def scan(roots, secrets):
@@ -136,8 +140,10 @@ def self_test():
         write("tmp/postern-x/state/tor/lock", "")
         write("tmp/postern-x/state/tor/state", f"Guard in=bridges rsa_id={'CD' * 20} bridge_addr=127.0.3.2:5002\n")
         write("tmp/postern-x/state/tor/tor.log", "[notice] Bootstrapped 100%\n")
+        write("tmp/postern-x/state/tor/empty-torrc", "")
         write("tmp/postern-x/bridges.json.tmp-123-456", f"obfs4 127.0.3.2:5002 {'CD' * 20}")
-        write("tmp/postern-stock-tor-1/tor.log", "new bridge descriptor at 127.0.3.2")
+        write("tmp/stock-tor/lock", "")
+        write("tmp/stock-tor/notice.log", "new bridge descriptor at 127.0.3.2")
         leaks, _, _ = scan([run], secrets)
         if leaks:
             failures.append(f"a clean tree reported leaks: {leaks}")
@@ -146,7 +152,7 @@ def self_test():
             ("tmp/postern-x/state/tor/tor.log", "connecting to 127.0.3.1", "host"),
             ("tmp/postern-x/state/run-status.json", f'{{"bridge": "{"ab" * 20}"}}', "fingerprint"),
             ("tmp/postern-y/output.txt", f"cert={cert}", "cert"),
-            ("tmp/postern-stock-tor-1/notes.txt", "127.0.3.2:5002", "address"),
+            ("tmp/stock-tor-without-a-lock/notice.log", "127.0.3.2:5002", "address"),
             ("tmp/postern-x/bridges.json.bak", f"{'CD' * 20}", "fingerprint"),
         ]:
             write(relative, text)

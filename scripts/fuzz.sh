@@ -9,7 +9,8 @@
 # (-timeout) or a memory blow-up (-rss_limit_mb) fails the target; the input is kept as
 # fuzz-artifacts/<target>/crash-* (or timeout-*, oom-*) and the replay command is printed. With
 # --results, "PASS target" / "FAIL target" lines are written to FILE (scripts/run-tests.sh counts
-# them). Exit status: 0 when every target passed.
+# them). Exit status: 0 when every target passed. FUZZ_ARTIFACTS (default fuzz-artifacts) moves the
+# corpora and artifacts elsewhere.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
@@ -40,15 +41,16 @@ for target in "${targets[@]}"; do
 done
 echo "== fuzz build took $(( $(date +%s) - build_start )) s" >&2
 
-python3 scripts/fuzz-seeds.py fuzz-artifacts/seeds
+artifacts_root=${FUZZ_ARTIFACTS:-fuzz-artifacts}
+python3 scripts/fuzz-seeds.py "$artifacts_root/seeds"
 [ -z "$results" ] || : > "$results"
 failed=0
 printf '%-30s %12s %9s %7s %7s %7s  %s\n' target executions exec/s cov ft corpus result
 for target in "${targets[@]}"; do
-  corpus=fuzz-artifacts/corpus/$target
-  artifacts=fuzz-artifacts/$target
+  corpus=$artifacts_root/corpus/$target
+  artifacts=$artifacts_root/$target
   mkdir -p "$corpus" "$artifacts"
-  [ ! -d "fuzz-artifacts/seeds/$target" ] || cp fuzz-artifacts/seeds/"$target"/* "$corpus"/
+  [ ! -d "$artifacts_root/seeds/$target" ] || cp "$artifacts_root/seeds/$target"/* "$corpus"/
   log=$artifacts/last-run.log
   # SWIFT_BACKTRACE=enable=no: Swift's crash reporter would take the signal before libFuzzer can
   # save the input.

@@ -85,6 +85,9 @@ if [ "${fuzz_passed:-0}" = 0 ] && [ "${fuzz_failed:-0}" = 0 ]; then fuzz_failed=
 failed=$((failed + ${fuzz_failed:-0}))
 while read -r result target; do [ "$result" = FAIL ] && failures+=("fuzz: $target"); done < <(cat "$fuzz_results" 2>/dev/null || echo "FAIL build")
 
+# The stage can fail: a target whose every input breaks an invariant must be reported as failed.
+check "fuzz stage fails on a crash" bash -c '! POSTERN_FUZZ_PLANTED_CRASH=1 FUZZ_ARTIFACTS="$1" scripts/fuzz.sh --seconds 5 KCPFuzzer' _ "$run_dir/fuzz-self-test"
+
 echo "== hygiene: bridge secrets in the run's outputs and files" >&2
 kill "$keeper" 2>/dev/null || true
 wait "$keeper" 2>/dev/null || true

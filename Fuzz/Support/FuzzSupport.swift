@@ -19,8 +19,18 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CI
 }
 
 /// Runs libFuzzer over `body` (or replays the files named on the command line) and exits.
+///
+/// With POSTERN_FUZZ_PLANTED_CRASH set, every input also breaks an invariant: that is how
+/// scripts/run-tests.sh shows that its fuzz stage fails when a target crashes.
 public func runFuzzer(_ body: @escaping (UnsafeRawBufferPointer) -> Void) -> Never {
-    fuzzBody = body
+    if getenv("POSTERN_FUZZ_PLANTED_CRASH") != nil {
+        fuzzBody = { input in
+            body(input)
+            fuzzCheck(false, "planted crash (POSTERN_FUZZ_PLANTED_CRASH is set)")
+        }
+    } else {
+        fuzzBody = body
+    }
     exit(postern_fuzzer_main(CommandLine.argc, CommandLine.unsafeArgv) { data, size in
         fuzzerTestOneInput(data, size)
     })
