@@ -104,7 +104,8 @@ public final class Obfs4ProxyServer: @unchecked Sendable {
     public init(orPort: UInt16, iatMode: Int) async throws {
         stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-obfs4-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: stateDirectory, withIntermediateDirectories: true)
-        child = try ManagedChildProcess(executable: Self.executable, environment: [
+        // Its log (obfs4proxy.log in the state directory) says why it closed a connection.
+        child = try ManagedChildProcess(executable: Self.executable, arguments: ["-enableLogging", "-logLevel", "INFO"], environment: [
             "TOR_PT_MANAGED_TRANSPORT_VER": "1",
             "TOR_PT_SERVER_TRANSPORTS": "obfs4",
             "TOR_PT_SERVER_BINDADDR": "obfs4-127.0.0.1:0",
@@ -133,6 +134,11 @@ public final class Obfs4ProxyServer: @unchecked Sendable {
     public var bridgeLine: String? {
         try? String(contentsOf: stateDirectory.appendingPathComponent("obfs4_bridgeline.txt"), encoding: .utf8)
             .split(separator: "\n").last { $0.hasPrefix("Bridge obfs4") }.map(String.init)
+    }
+
+    /// What obfs4proxy logged so far (why it closed a connection, for instance).
+    public var log: String {
+        (try? String(contentsOf: stateDirectory.appendingPathComponent("obfs4proxy.log"), encoding: .utf8)) ?? ""
     }
 
     public func stop() {

@@ -45,12 +45,17 @@ import TransportTestSupport
         }()
         var received: [UInt8] = []
         received.reserveCapacity(size)
-        while received.count < size {
-            let chunk = try await connection.read(maximumCount: 65536)
-            if chunk.isEmpty { break }
-            received += chunk
+        do {
+            while received.count < size {
+                let chunk = try await connection.read(maximumCount: 65536)
+                if chunk.isEmpty { break }
+                received += chunk
+            }
+            try await sending
+        } catch {
+            Issue.record("after \(received.count) of \(size) bytes: \(error)\nobfs4proxy's log:\n\(server.log)")
+            throw error
         }
-        try await sending
         let elapsed = ContinuousClock.now - started
         #expect(received.count == size)
         #expect(received == payload)
