@@ -2,9 +2,9 @@
 # The whole test run: dependencies, build, one shared test bed for all tests, then teardown.
 # The tests run inside the test bed's network namespace, where the only network is loopback.
 #
-# Tests that run an in-process tor (TestBedSuite) get a process each: tor 0.4.9.11 still fails
-# intermittently after many tor_run_main calls in one process (see docs/TOR-CORE-PROVENANCE.md),
-# and one process per test keeps each test's result its own. Everything else runs in one process.
+# Tests that run an in-process tor (TestBedSuite) get a process each: tor_api allows one core at a
+# time, tor keeps some state from run to run (docs/TOR-CORE-PROVENANCE.md), and one process per
+# test keeps each test's result its own. Everything else runs in one process.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
