@@ -28,14 +28,20 @@ run_group() { # $1 = label, rest = swift test arguments
   log=$(mktemp)
   if in_bed swift test --skip-build "$@" 2>&1 | tee "$log"; then status=0; else status=1; fi
   # Swift Testing's closing line: "Test run with N tests in M suites passed/failed ..."
-  local count
+  # and one "✘ Test NAME(...) failed ..." line per failed test (parameterized ones once).
+  local count bad
   count=$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} .*/\1/p' "$log" | tail -n 1)
   count=${count:-0}
+  bad=$(grep -E '^✘ Test [^ ]+\(.*\) (with [0-9]+ test cases )?failed' "$log" | grep -vc '^✘ Test run ' || true)
   if [ "$status" = 0 ] && [ "$count" -gt 0 ]; then
     passed=$((passed + count))
   else
-    failed=$((failed + (count > 0 ? count : 1)))
+    # A crash leaves no summary: the whole group counts as one failure.
+    ((bad > 0)) || bad=1
+    ((count >= bad)) && passed=$((passed + count - bad))
+    failed=$((failed + bad))
     failures+=("$label")
+    while IFS= read -r line; do failures+=("  $line"); done < <(grep -E '^✘ Test [^ ]+\(.*\) (with [0-9]+ test cases )?failed' "$log" | grep -v '^✘ Test run ' | sed -E 's/^✘ Test ([^ ]+).*/\1/')
   fi
   rm -f "$log"
 }
