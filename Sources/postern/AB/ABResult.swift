@@ -109,7 +109,7 @@ struct ABResult: Codable, Sendable {
             let ok = mine.filter(\.succeeded)
             let failures = mine.compactMap(\.failure).map { failure -> String in
                 var place = failure.stage
-                if let progress = failure.progress { place = "\(progress)% \(failure.tag ?? "")" }
+                if let progress = failure.progress { place = "\(progress)% (\(failure.tag ?? "?"))" }
                 return "\(place): \(failure.reason)"
             }
             let common = Dictionary(grouping: failures, by: { $0 }).max { $0.value.count < $1.value.count }?.key
@@ -162,7 +162,7 @@ struct ABResult: Codable, Sendable {
             return (lhs.bootstrap.median ?? .infinity) > (rhs.bootstrap.median ?? .infinity)
         }) {
             let tied = working.filter { $0.successRate == best.successRate }.count > 1
-            lines.append("Best here: \(best.route)" + (tied ? " (as reliable as another, and faster to 100%)." : " (the most reliable)."))
+            lines.append("Best here: \(best.route)" + (tied ? " (as reliable as the next best, with the lowest median time to 100%)." : " (the most reliable)."))
         } else if !summaries.isEmpty {
             lines.append("No route got through: try other bridges or transports.")
         }

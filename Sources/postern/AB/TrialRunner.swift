@@ -68,7 +68,13 @@ final class TrialRunner: Sendable {
             var generator = SplitMix64(seed: seed)
             list.shuffle(using: &generator)
         }
-        for position in list.indices { list[position].index = position + 1 }
+        // Attempts count in the order trials run, whatever the order is.
+        var attempts: [String: Int] = [:]
+        for position in list.indices {
+            list[position].index = position + 1
+            attempts[list[position].route.name, default: 0] += 1
+            list[position].attempt = attempts[list[position].route.name]!
+        }
         return list
     }
 
