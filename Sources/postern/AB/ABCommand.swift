@@ -165,7 +165,20 @@ struct ABSession {
                                              unsafeLogging: invocation.unsafeLogging, directory: directory)) { running, finished, justFinished in
             Self.showProgress(output: output, total: total, running: running, finished: finished, justFinished: justFinished)
         }
-        let results = await runner.run()
+        // Ctrl-C or SIGTERM stops the children (none is left running) and keeps the finished trials.
+        let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
+        let watcher = Task {
+            await stop.wait()
+            guard !Task.isCancelled else { return }
+            output.endProgress()
+            output.error("postern ab: interrupted; stopping the running trials")
+            await runner.interrupt()
+        }
+        // Trials cut short by an interruption say nothing about their route: left out.
+        let allResults = await runner.run()
+        let results = allResults.filter { $0.failure?.reason.hasPrefix("interrupted") != true }
+        watcher.cancel()
+        runner.removeCaches()
         output.endProgress()
 
         var result = ABResult(id: id, startedAt: startedAt, finishedAt: Date(), routes: routes.map(\.name), trialsPerRoute: trials,
@@ -197,6 +210,10 @@ struct ABSession {
             output.print(result.csv, terminator: "")
         } else {
             output.print(report)
+        }
+        if runner.wasInterrupted {
+            output.error("postern ab: interrupted after \(results.count) of \(total) trials (\(allResults.count - results.count) cut short and left out); the finished ones are kept above and in \(directory.path)")
+            return 1
         }
         return 0
     }

@@ -51,6 +51,8 @@ final class TrialRunner: Sendable {
         var usedPorts: Set<UInt16> = []
         /// Route name → cached directory of its last successful trial.
         var warmCache: [String: URL] = [:]
+        var children: [Int: ChildRun] = [:]
+        var interrupted = false
     }
 
     init(plan: Plan, onProgress: @escaping @Sendable ([Live], [ABResult.Trial], ABResult.Trial?) -> Void) {
@@ -84,7 +86,7 @@ final class TrialRunner: Sendable {
         await withTaskGroup(of: Void.self) { group in
             var next = 0
             while next < schedule.count || !group.isEmpty {
-                while next < schedule.count, state.withLock({ $0.running.count }) < plan.parallel {
+                while next < schedule.count, state.withLock({ $0.running.count < plan.parallel && !$0.interrupted }) {
                     let item = schedule[next]
                     next += 1
                     state.withLock { $0.running[item.index] = Live(label: "\(item.route.name)#\(item.attempt)", progress: 0, tag: "starting") }
@@ -93,11 +95,32 @@ final class TrialRunner: Sendable {
                     // instant of CPU (2-core machines) and the first byte is the route's, not ours.
                     try? await Task.sleep(for: .milliseconds(200))
                 }
+                if state.withLock({ $0.interrupted }) { next = schedule.count }
                 _ = await group.next()
             }
         }
         return state.withLock { $0.finished }.sorted { $0.index < $1.index }
     }
+
+    /// Stops every running child and starts no more (SIGINT or SIGTERM to `postern ab`). Trials
+    /// cut short count as failed with the reason "interrupted".
+    func interrupt() async {
+        let children = state.withLock { state in
+            state.interrupted = true
+            return Array(state.children.values)
+        }
+        for child in children { await child.stop(grace: .seconds(2)) }
+    }
+
+    /// Removes the warm-start caches (tor's documents, not results).
+    func removeCaches() {
+        let manager = FileManager.default
+        for name in (try? manager.contentsOfDirectory(atPath: plan.directory.path)) ?? [] where name.hasPrefix(".cache-") {
+            try? manager.removeItem(at: plan.directory.appendingPathComponent(name))
+        }
+    }
+
+    var wasInterrupted: Bool { state.withLock { $0.interrupted } }
 
     private func report(justFinished: ABResult.Trial? = nil) {
         let (running, finished) = state.withLock { state in
@@ -143,6 +166,11 @@ final class TrialRunner: Sendable {
             return trial
         }
         let index = item.index
+        let alreadyInterrupted = state.withLock { state in
+            state.children[index] = child
+            return state.interrupted
+        }
+        if alreadyInterrupted { await child.stop(grace: .zero) }
         let outcome = await child.waitForReady(timeout: item.route.timeout) { [self] events in
             if let last = events.last(where: { $0.event == "bootstrap" }) {
                 state.withLock { $0.running[index]?.progress = last.progress ?? 0; $0.running[index]?.tag = last.tag ?? "" }
@@ -170,10 +198,16 @@ final class TrialRunner: Sendable {
         case .timedOut:
             trial.failure = Self.failure(events: events, reason: "no 100% within \(item.route.timeout.seconds.formatted()) s")
         }
+        if !trial.succeeded, state.withLock({ $0.interrupted }) {
+            trial.failure = Self.failure(events: events, reason: "interrupted")
+        }
         await child.stop()
+        _ = state.withLock { $0.children.removeValue(forKey: index) }
         if trial.succeeded && plan.warm {
-            // Keep this trial's cached directory for the next warm start of the route.
-            let cache = plan.directory.appendingPathComponent("cache-\(item.route.name)")
+            // Keep this trial's cached directory for the next warm start of the route: a new
+            // directory each time, never changed once published, so a trial starting meanwhile
+            // copies a complete one.
+            let cache = plan.directory.appendingPathComponent(".cache-\(item.route.name)-\(item.index)")
             ChildRun.copyCachedDirectory(from: child.dataDirectory, to: cache)
             state.withLock { $0.warmCache[item.route.name] = cache }
         }

@@ -54,9 +54,10 @@ final class RunSession: Sendable {
         let route = plan.route
         for note in plan.notes { output.print("note: \(note)") }
         eventLog?.started(route: route)
-        let eventRecorder = Task { [manager] in
-            guard let eventLog else { return }
-            for await status in await manager.statusUpdates(everyChange: true) { eventLog.observe(status) }
+        let everyStatus = eventLog == nil ? nil : await manager.statusUpdates(everyChange: true)
+        let eventRecorder = Task {
+            guard let eventLog, let everyStatus else { return }
+            for await status in everyStatus { eventLog.observe(status) }
         }
 
         let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
