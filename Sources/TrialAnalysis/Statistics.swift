@@ -136,3 +136,28 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
 }
+
+/// The order trials run in: A B C A B C … so that drift over time (network load, a censor's
+/// mood, the machine) falls on every route alike, or that list shuffled from a seed.
+public enum TrialSchedule {
+    public struct Slot: Sendable, Equatable {
+        /// Which route (index into the caller's list).
+        public var route: Int
+        /// The n-th trial of that route in running order, from 1.
+        public var attempt: Int
+    }
+
+    public static func make(routes: Int, trialsPerRoute: Int, shuffleSeed: UInt64? = nil) -> [Slot] {
+        var routesInOrder: [Int] = []
+        for _ in 0..<max(trialsPerRoute, 0) { routesInOrder += Array(0..<max(routes, 0)) }
+        if let shuffleSeed {
+            var generator = SplitMix64(seed: shuffleSeed)
+            routesInOrder.shuffle(using: &generator)
+        }
+        var attempts = [Int](repeating: 0, count: max(routes, 0))
+        return routesInOrder.map { route in
+            attempts[route] += 1
+            return Slot(route: route, attempt: attempts[route])
+        }
+    }
+}

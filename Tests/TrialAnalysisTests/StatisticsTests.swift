@@ -89,3 +89,22 @@ struct StatisticsTests {
         #expect(a[0] == 6457827717110365317)
     }
 }
+
+struct TrialScheduleTests {
+    @Test func interleavedRunsEveryRouteInTurn() {
+        let slots = TrialSchedule.make(routes: 3, trialsPerRoute: 2)
+        #expect(slots.map(\.route) == [0, 1, 2, 0, 1, 2])
+        #expect(slots.map(\.attempt) == [1, 1, 1, 2, 2, 2])
+    }
+
+    @Test func shuffledOrderIsReproducibleAndComplete() {
+        let first = TrialSchedule.make(routes: 3, trialsPerRoute: 5, shuffleSeed: 99)
+        #expect(first == TrialSchedule.make(routes: 3, trialsPerRoute: 5, shuffleSeed: 99), "the seed fixes the order")
+        #expect(first.map(\.route) != TrialSchedule.make(routes: 3, trialsPerRoute: 5).map(\.route), "shuffled")
+        for route in 0..<3 {
+            // Each route five times, its attempts numbered 1…5 in running order.
+            #expect(first.filter { $0.route == route }.map(\.attempt) == [1, 2, 3, 4, 5])
+        }
+        #expect(TrialSchedule.make(routes: 0, trialsPerRoute: 3).isEmpty)
+    }
+}

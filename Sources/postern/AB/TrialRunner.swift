@@ -60,24 +60,12 @@ final class TrialRunner: Sendable {
         self.onProgress = onProgress
     }
 
-    /// Interleaved A B C A B C …, or that list shuffled with the seed.
+    /// Interleaved A B C A B C …, or that list shuffled with the seed (TrialSchedule).
     static func schedule(routes: [TrialRoute], trialsPerRoute: Int, randomOrder: Bool, seed: UInt64) -> [Scheduled] {
-        var list: [Scheduled] = []
-        for attempt in 1...max(trialsPerRoute, 1) {
-            for route in routes { list.append(Scheduled(index: 0, route: route, attempt: attempt)) }
-        }
-        if randomOrder {
-            var generator = SplitMix64(seed: seed)
-            list.shuffle(using: &generator)
-        }
-        // Attempts count in the order trials run, whatever the order is.
-        var attempts: [String: Int] = [:]
-        for position in list.indices {
-            list[position].index = position + 1
-            attempts[list[position].route.name, default: 0] += 1
-            list[position].attempt = attempts[list[position].route.name]!
-        }
-        return list
+        TrialSchedule.make(routes: routes.count, trialsPerRoute: trialsPerRoute, shuffleSeed: randomOrder ? seed : nil)
+            .enumerated().map { position, slot in
+                Scheduled(index: position + 1, route: routes[slot.route], attempt: slot.attempt)
+            }
     }
 
     func run() async -> [ABResult.Trial] {
