@@ -21,6 +21,7 @@ extension Command {
             .value("tor-options-file", "FILE", "extra tor options, one 'Key value' a line (private test networks)"),
             .value("stall-timeout", "SECONDS", "bootstrap deadline before a stall is reported (default 75)"),
             .flag("json", "print each status change as a JSON line instead of a progress bar"),
+            .value("events-json", "FILE", "append timestamped events (milestones, first byte, ready, stall) as JSON lines (docs/AB-TRIALS.md)"),
         ],
         run: { invocation in try await RunSession(invocation).run() })
 }
@@ -39,7 +40,9 @@ final class RunSession: Sendable {
         }
         let output = invocation.output
         let paths = invocation.paths
+        let eventLog = try arguments.value("events-json").map { try RunEventLog(path: $0) }
         let transportHost = TransportHost(registry: try Transports.registry(), events: TransportEventSink { event in
+            eventLog?.transport(event)
             // Transport events carry no addresses or certs; problems are worth a line.
             if event.severity == .error || event.severity == .warning {
                 output.error("transport: \(event)")
@@ -50,6 +53,12 @@ final class RunSession: Sendable {
         let configuration = try makeConfiguration(plan: plan)
         let route = plan.route
         for note in plan.notes { output.print("note: \(note)") }
+        eventLog?.started(route: route)
+        let everyStatus = eventLog == nil ? nil : await manager.statusUpdates(everyChange: true)
+        let eventRecorder = Task {
+            guard let eventLog, let everyStatus else { return }
+            for await status in everyStatus { eventLog.observe(status) }
+        }
 
         let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
         let started = ContinuousClock.now
@@ -106,6 +115,9 @@ final class RunSession: Sendable {
             try await manager.start(configuration)
         } catch {
             reporter.cancel()
+            eventRecorder.cancel()
+            eventLog?.observe(await manager.currentStatus)
+            eventLog?.stopped()
             try? FileManager.default.removeItem(at: paths.runStatusFile)
             throw CommandFailure("tor did not start: \(error)")
         }
@@ -156,6 +168,8 @@ final class RunSession: Sendable {
         await manager.shutdown()
         await transportHost.stopAll()
         reporter.cancel()
+        eventRecorder.cancel()
+        eventLog?.stopped()
         try? FileManager.default.removeItem(at: paths.runStatusFile)
         if !failed && !invocation.json { output.print("stopped") }
         return failed ? 1 : 0
