@@ -63,7 +63,7 @@ public enum AssistFiles {
 
     public static func writeLimits(_ table: RouteLimitTable, in configDirectory: URL) throws(TorCoreError) {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
         let settings = Settings(version: 1, limits: table.overrides.mapValues(\.description))
         guard let data = try? encoder.encode(settings) else {
             throw TorCoreError(.filesystem, "cannot encode the connection assist settings")
