@@ -64,8 +64,10 @@ final class RunSession: Sendable {
         let output = invocation.output
         let paths = invocation.paths
         let transportHost = TransportHost(registry: try Transports.registry(), events: TransportEventSink { event in
-            // Transport events carry no addresses or certs; problems are worth a line.
-            if event.severity == .error || event.severity == .warning {
+            // Transport events carry no addresses or certs; problems are worth a line. A dial cut
+            // short because its listener was stopped (connection assist moving on) is not one.
+            let cutShort = event.kind == .dialFailed && event.message.hasSuffix("the operation was cancelled")
+            if (event.severity == .error || event.severity == .warning) && !cutShort {
                 output.error("transport: \(event)")
             }
         })
