@@ -183,9 +183,16 @@ final class RunningPostern: @unchecked Sendable {
     private let lock = NSLock()
     private var collected = ""
 
-    init(_ arguments: [String]) throws {
-        process.executableURL = ProcessRunner.postern
-        process.arguments = arguments
+    /// - Parameter group: run with this real and effective group id (through `setpriv`, which
+    ///   execs: the PID is postern's), so that nftables can tell its packets by `meta skgid`.
+    init(_ arguments: [String], group: UInt32? = nil) throws {
+        if let group {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--regid", "\(group)", "--clear-groups", ProcessRunner.postern.path] + arguments
+        } else {
+            process.executableURL = ProcessRunner.postern
+            process.arguments = arguments
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -217,6 +224,14 @@ final class RunningPostern: @unchecked Sendable {
         Thread.sleep(forTimeInterval: 0.1)
         return process.terminationStatus
     }
+
+    /// SIGKILL, as a crash or the OOM killer would; returns once the process is reaped.
+    func killAndWait() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    var terminationStatus: Int32 { process.terminationStatus }
 
     func terminate() {
         if process.isRunning { process.terminate(); process.waitUntilExit() }
