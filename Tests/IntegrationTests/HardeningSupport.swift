@@ -156,13 +156,29 @@ enum ProcView {
 
     /// /proc/net/tcp or /proc/net/udp (IPv4).
     static func sockets(_ table: String) -> [Socket] {
-        guard let text = try? String(contentsOfFile: "/proc/net/\(table)", encoding: .utf8) else { return [] }
+        guard let text = readWhole("/proc/net/\(table)") else { return [] }
         return text.split(separator: "\n").dropFirst().compactMap { line in
             let f = line.split(separator: " ")
             guard f.count > 9 else { return nil }
             let (la, lp) = endpoint(f[1]), (ra, rp) = endpoint(f[2])
             return Socket(localAddress: la, localPort: lp, remoteAddress: ra, remotePort: rp, state: String(f[3]), inode: String(f[9]))
         }
+    }
+
+    /// procfs files claim size 0 and hand out a page per read: read until EOF.
+    static func readWhole(_ path: String) -> String? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+        }
+        return String(decoding: data, as: UTF8.self)
     }
 
     /// "0100007F:1F90" → ("127.0.0.1", 8080): the address is a little-endian u32 in hex.
@@ -200,7 +216,7 @@ enum ProcView {
 
     /// A field of /proc/PID/status, e.g. "VmRSS" → "123456 kB" → 123456.
     static func statusKiB(_ pid: Int32, _ key: String) -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+        guard let text = readWhole("/proc/\(pid)/status"),
               let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key + ":") }) else { return nil }
         return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.flatMap { Int($0) }
     }
@@ -210,7 +226,7 @@ enum ProcView {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
         return names.compactMap { name in
             guard let pid = Int32(name),
-                  let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+                  let status = readWhole("/proc/\(pid)/status") else { return nil }
             var parent: Int32 = 0, command = "", gid: UInt32 = 0
             for line in status.split(separator: "\n") {
                 let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
@@ -247,3 +263,10 @@ extension TestBed {
 
 /// Seconds since the epoch, the clock the capture's timestamps use.
 func wallClock() -> Double { Date().timeIntervalSince1970 }
+
+extension Duration {
+    var inSeconds: Double {
+        let parts = components
+        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
+    }
+}

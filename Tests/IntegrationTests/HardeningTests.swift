@@ -213,26 +213,42 @@ final class SnowflakeProxySockets: @unchecked Sendable {
     func stop() { task?.cancel() }
 }
 
-/// A curl through SOCKS (remote DNS) running in the background, like an app that asked early.
+/// A curl through SOCKS (remote DNS) running in the background, like an app that asked early. Its
+/// output goes to files, not pipes: a 4 MiB body would fill a pipe nobody reads yet, and curl,
+/// blocked in write(), would never reach its own --max-time.
 final class BackgroundFetch: @unchecked Sendable {
     private let process = Process()
-    private let out = Pipe(), err = Pipe()
+    private let outFile: URL, errFile: URL
 
     init(url: String, socks: String, timeout: Int) throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("postern-fetch-\(UUID().uuidString.prefix(8))")
+        outFile = base.appendingPathExtension("out")
+        errFile = base.appendingPathExtension("err")
+        _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         process.arguments = ["--silent", "--show-error", "--max-time", "\(timeout)", "--socks5-hostname", socks, url]
-        process.standardOutput = out
-        process.standardError = err
+        process.standardOutput = try FileHandle(forWritingTo: outFile)
+        process.standardError = try FileHandle(forWritingTo: errFile)
         try process.run()
+    }
+
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: outFile)
+        try? FileManager.default.removeItem(at: errFile)
     }
 
     var isRunning: Bool { process.isRunning }
 
+    /// Bytes of the body received so far.
+    var received: Int { ((try? FileManager.default.attributesOfItem(atPath: outFile.path))?[.size] as? Int) ?? 0 }
+
     func result() async -> (status: Int32, stdout: String, stderr: String) {
         while process.isRunning { try? await Task.sleep(for: .milliseconds(100)) }
         return (process.terminationStatus,
-                String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-                String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+                String(decoding: (try? Data(contentsOf: outFile)) ?? Data(), as: UTF8.self),
+                String(decoding: (try? Data(contentsOf: errFile)) ?? Data(), as: UTF8.self))
     }
 }
 
