@@ -65,10 +65,12 @@ extension TestBedSuite {
         var closed: [Int] = []
         for _ in 0..<100 {
             closed = echo.output.filter { $0.hasPrefix("CLOSED ") }.compactMap { Int($0.dropFirst("CLOSED ".count)) }
-            if closed.count >= streams { break }
+            if closed.filter({ $0 > 0 }).count >= streams { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        #expect(closed.count == streams, "connections closed at the echo service: \(closed.count)")
+        // A stream tor retried at another exit may leave an empty connection behind: count those apart.
+        let carrying = closed.filter { $0 > 0 }
+        #expect(carrying.count == streams, "connections that carried bytes at the echo service: \(carrying.count) (\(closed.count) in all)")
         #expect(closed.reduce(0, +) == result.bytes_total, "echoed \(closed.reduce(0, +)) bytes, verified \(result.bytes_total)")
 
         let bound = idleKiB + 128 * 1024
