@@ -23,28 +23,46 @@ struct LeakCase: Sendable, CustomTestStringConvertible {
     /// `--transport` for the run.
     let transport: String
     /// Test-bed env keys of the bridge lines given with `--bridge`.
-    let bridges: [String]
+    var bridges: [String] = []
+    /// Test-bed env keys of the bridge lines given as the built-in list (`--builtin-bridges`).
+    var builtins: [String] = []
+    /// `--route-timeout` values (connection assist's per-route limits).
+    var routeTimeouts: [String] = []
+    /// Where the run may send packets: every route it may try.
     let allowed: [LeakRouteDestination]
+    /// The route that must work here, and so must carry packets.
+    let working: LeakRouteDestination
     let socksPort: UInt16
 
     var testDescription: String { "\(transport) under \(censor)" }
 
     static let all: [LeakCase] = [
-        LeakCase(censor: "none", transport: "direct", bridges: [], allowed: [.torNetwork], socksPort: 39140),
-        LeakCase(censor: "block-tor", transport: "obfs4", bridges: ["TB_BRIDGE_OBFS4"], allowed: [.obfs4Bridge], socksPort: 39141),
+        LeakCase(censor: "none", transport: "direct", allowed: [.torNetwork], working: .torNetwork, socksPort: 39140),
+        LeakCase(censor: "block-tor", transport: "obfs4", bridges: ["TB_BRIDGE_OBFS4"], allowed: [.obfs4Bridge], working: .obfs4Bridge,
+                 socksPort: 39141),
         LeakCase(censor: "block-tor-and-bridges", transport: "snowflake", bridges: ["TB_BRIDGE_SNOWFLAKE"], allowed: [.snowflake],
-                 socksPort: 39142),
-        // `--transport auto` (connection assist) slots in as one more line, e.g.
-        // LeakCase(censor: "block-tor-and-bridges", transport: "auto", bridges: ["TB_BRIDGE_OBFS4", "TB_BRIDGE_SNOWFLAKE"],
-        //          allowed: [.obfs4Bridge, .snowflake], socksPort: 39143),
+                 working: .snowflake, socksPort: 39142),
+        // Connection assist (direct, then the built-in obfs4, then the built-in snowflake bridge):
+        // every route it tries is allowed; the one that works here must carry packets.
+        LeakCase(censor: "none", transport: "auto", builtins: autoBuiltins, routeTimeouts: autoLimits,
+                 allowed: [.torNetwork, .obfs4Bridge, .snowflake], working: .torNetwork, socksPort: 39147),
+        LeakCase(censor: "block-tor", transport: "auto", builtins: autoBuiltins, routeTimeouts: autoLimits,
+                 allowed: [.torNetwork, .obfs4Bridge, .snowflake], working: .obfs4Bridge, socksPort: 39148),
+        LeakCase(censor: "block-tor-and-bridges", transport: "auto", builtins: autoBuiltins, routeTimeouts: autoLimits,
+                 allowed: [.torNetwork, .obfs4Bridge, .snowflake], working: .snowflake, socksPort: 39149),
     ]
+
+    private static let autoBuiltins = ["TB_BRIDGE_OBFS4", "TB_BRIDGE_SNOWFLAKE"]
+    /// A blocked route is left after 12 s at most (6 s without progress) rather than the defaults.
+    private static let autoLimits = ["direct=12/6", "obfs4=12/6"]
 }
 
 /// Group id of the `postern run` under capture: no other process may carry it (checked).
 private let clientGroup: UInt32 = 64190
 
 extension TestBedSuite {
-    /// For each censor scenario and the route that works there, with the Tor preference on: a whole
+    /// For each censor scenario, with the route that works there and with connection assist
+    /// (`--transport auto`), and with the Tor preference on: a whole
     /// `postern run` (child process, own group id) under capture. An app asks for a page through the
     /// SOCKS port while the run is held off the network (so Tor cannot be ready), then the hold is
     /// lifted, tor bootstraps and the page arrives. The capture must show every packet of the
@@ -84,11 +102,17 @@ extension TestBedSuite {
         var arguments = ["run", "--config-dir", config.path, "--socks", "\(leakCase.socksPort)", "--transport", leakCase.transport,
                          "--tor-options-file", bed["TB_CLIENT_TORRC"]]
         for key in leakCase.bridges { arguments += ["--bridge", bed[key]] }
+        if !leakCase.builtins.isEmpty {
+            let builtins = work.appendingPathComponent("builtin-bridges.txt")
+            try leakCase.builtins.map { bed[$0] + "\n" }.joined().write(to: builtins, atomically: true, encoding: .utf8)
+            arguments += ["--builtin-bridges", builtins.path]
+        }
+        for limit in leakCase.routeTimeouts { arguments += ["--route-timeout", limit] }
         let run = try RunningPostern(arguments, group: clientGroup)
         defer { run.terminate() }
         let pid = run.processIdentifier
-        let proxySampler = SnowflakeProxySockets(bed: bed, enabled: leakCase.allowed.contains(.snowflake))
-        defer { proxySampler.stop() }
+        let sampler = RunSocketSampler(client: pid, bed: bed, sampleProxies: leakCase.allowed.contains(.snowflake))
+        defer { sampler.stop() }
 
         // The app's request, made while the run is held: it must wait for Tor, and go through it.
         let socks = "127.0.0.1:\(leakCase.socksPort)"
@@ -104,10 +128,10 @@ extension TestBedSuite {
         try #require(ready != nil, "output: \(run.output)")
         let page = await app.result()
         #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "the app's request queued before ready arrived through Tor; curl: \(page.stderr)")
-        let ownListeners = Set(ProcView.tcpSockets(of: pid, state: "0A").map(\.localPort))
-        #expect(ownListeners.contains(Int(leakCase.socksPort)))
         #expect(run.interruptAndWait() == 0, "output: \(run.output)")
-        proxySampler.stop()
+        sampler.stop()
+        let ownListeners = sampler.clientListeners
+        #expect(ownListeners.contains(Int(leakCase.socksPort)), "listeners seen: \(ownListeners)")
         try await Task.sleep(for: .milliseconds(300))
         let counted = try packetLog.clientRuleCount()
         packetLog.stopCapture()
@@ -117,7 +141,8 @@ extension TestBedSuite {
         let appPackets = packets.filter { $0.prefix == GroupPacketLog.appPrefix }
         #expect(clientPackets.count == counted, "the capture holds every packet nftables counted (\(clientPackets.count) of \(counted)); dumpcap: \(packetLog.dumpcapLog)")
 
-        let allowed = try RouteAllowList(bed: bed, destinations: leakCase.allowed, proxyPorts: proxySampler.ports)
+        let allowed = try RouteAllowList(bed: bed, destinations: leakCase.allowed, proxyPorts: sampler.proxyPorts)
+        let working = try RouteAllowList(bed: bed, destinations: [leakCase.working], proxyPorts: sampler.proxyPorts)
         var perDestination: [String: Int] = [:]
         var local = 0
         var violations: [GroupPacketLog.Packet] = []
@@ -139,12 +164,16 @@ extension TestBedSuite {
         #expect(appWhileHeld.isEmpty, "packets to the page's server or DNS while Tor was not ready: \(appWhileHeld.prefix(5))")
         #expect(!appAfter.isEmpty, "the page's server was reached (through the exit) once Tor was ready")
         // The capture saw the client at work: every destination kind of the route carried packets.
-        for required in allowed.requiredNames {
+        for required in working.names {
             #expect(perDestination[required, default: 0] > 0, "no packet to \(required): the capture did not see the route (\(perDestination))")
         }
         #expect(local > 0, "the client's own listeners (SOCKS) carried packets")
         let heldPackets = clientPackets.filter { $0.time < liftedAt }.count
-        print("leak proof \(leakCase.testDescription): \(clientPackets.count) packets of the client (nftables counted \(counted)): "
+        // "ready: socks5 HOST:PORT (route: ROUTE, 3.2 s)"
+        var route = Substring(ready ?? "")
+        if let open = route.range(of: "(route: ") { route = route[open.upperBound...] }
+        if let comma = route.range(of: ", ", options: .backwards) { route = route[..<comma.lowerBound] }
+        print("leak proof \(leakCase.testDescription) (ready via \(route)): \(clientPackets.count) packets of the client (nftables counted \(counted)): "
               + "\(perDestination.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")), "
               + "own listeners \(local); \(violations.count) elsewhere, \(dns.count) DNS; \(heldPackets) while held; "
               + "\(appWhileHeld.count) to the page server/DNS while not ready, \(appAfter.count) after (from the exit)")
@@ -155,7 +184,8 @@ extension TestBedSuite {
 struct RouteAllowList {
     private var tcp: [String: Set<String>] = [:]  // name → "addr:port"
     private var udp: [String: Set<String>] = [:]
-    private(set) var requiredNames: [String] = []
+    /// Every group of destinations, e.g. "obfs4 bridge", "STUN".
+    private(set) var names: [String] = []
 
     init(bed: TestBed, destinations: [LeakRouteDestination], proxyPorts: Set<Int>) throws {
         for destination in destinations {
@@ -164,19 +194,19 @@ struct RouteAllowList {
                 var endpoints: Set<String> = [bed["TB_AUTH_DIRPORT"]]
                 for address in bed["TB_TOR_NODE_ADDRS"].split(separator: " ") { endpoints.insert("\(address):\(bed["TB_OR_PORT"])") }
                 tcp["tor network"] = endpoints
-                requiredNames.append("tor network")
+                names.append("tor network")
             case .vanillaBridge:
                 tcp["vanilla bridge"] = ["\(bed["TB_VANILLA_ADDR"]):\(bed["TB_VANILLA_PORT"])"]
-                requiredNames.append("vanilla bridge")
+                names.append("vanilla bridge")
             case .obfs4Bridge:
                 tcp["obfs4 bridge"] = ["\(bed["TB_OBFS4_ADDR"]):\(bed["TB_OBFS4_PORT"])"]
-                requiredNames.append("obfs4 bridge")
+                names.append("obfs4 bridge")
             case .snowflake:
                 let broker = try #require(URL(string: bed["TB_SNOWFLAKE_BROKER_URL"]))
                 tcp["snowflake broker"] = ["\(broker.host ?? ""):\(broker.port ?? 80)"]
                 udp["STUN"] = [String(bed["TB_SNOWFLAKE_STUN"].dropFirst("stun:".count))]
                 udp["snowflake proxies"] = Set(proxyPorts.map { "127.0.0.1:\($0)" })
-                requiredNames += ["snowflake broker", "STUN", "snowflake proxies"]
+                names += ["snowflake broker", "STUN", "snowflake proxies"]
             }
         }
     }
@@ -188,27 +218,34 @@ struct RouteAllowList {
     }
 }
 
-/// The UDP ports the test bed's snowflake proxies hold, sampled every 200 ms while a run lasts: a
-/// proxy's WebRTC socket exists only for its session, so the client's peers are learnt live.
-final class SnowflakeProxySockets: @unchecked Sendable {
+/// Sockets that come and go during a run, sampled every 200 ms: the client's own TCP listeners
+/// (connection assist starts and stops a PT listener per route) and the UDP sockets of the test
+/// bed's snowflake proxies (a proxy's WebRTC socket lives only for its session).
+final class RunSocketSampler: @unchecked Sendable {
     private let lock = NSLock()
-    private var seen: Set<Int> = []
+    private var listeners: Set<Int> = []
+    private var proxies: Set<Int> = []
     private var task: Task<Void, Never>?
 
-    init(bed: TestBed, enabled: Bool) {
-        guard enabled else { return }
-        let proxies = ["snowflake-proxy-1", "snowflake-proxy-2"].compactMap { bed.recordedPID($0) }
-        #expect(proxies.count == 2, "the test bed's snowflake proxies' PIDs")
+    init(client: Int32, bed: TestBed, sampleProxies: Bool) {
+        let proxyPIDs = sampleProxies ? ["snowflake-proxy-1", "snowflake-proxy-2"].compactMap { bed.recordedPID($0) } : []
+        if sampleProxies { #expect(proxyPIDs.count == 2, "the test bed's snowflake proxies' PIDs") }
         task = Task.detached { [weak self] in
             while !Task.isCancelled {
-                let ports = proxies.flatMap { ProcView.udpSockets(of: $0).map(\.localPort) }
-                self?.lock.withLock { self?.seen.formUnion(ports) }
+                let listening = ProcView.tcpSockets(of: client, state: "0A").map(\.localPort)
+                let proxyPorts = proxyPIDs.flatMap { ProcView.udpSockets(of: $0).map(\.localPort) }
+                guard let self else { return }
+                self.lock.withLock {
+                    self.listeners.formUnion(listening)
+                    self.proxies.formUnion(proxyPorts)
+                }
                 try? await Task.sleep(for: .milliseconds(200))
             }
         }
     }
 
-    var ports: Set<Int> { lock.withLock { seen } }
+    var clientListeners: Set<Int> { lock.withLock { listeners } }
+    var proxyPorts: Set<Int> { lock.withLock { proxies } }
 
     func stop() { task?.cancel() }
 }
