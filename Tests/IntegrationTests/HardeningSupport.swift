@@ -16,11 +16,10 @@ final class GroupPacketLog: @unchecked Sendable {
     static let appPrefix = "app"
 
     let group: UInt32
-    let file: URL
     private let table: String
     private let holdTable: String
-    private let process = Process()
-    private let log: URL
+    private let dumpcap: Dumpcap
+    var file: URL { dumpcap.file }
 
     /// - Parameters:
     ///   - appDestinations: nftables matches (e.g. `ip daddr 127.0.4.1 tcp dport 8080`) whose
@@ -29,8 +28,6 @@ final class GroupPacketLog: @unchecked Sendable {
         self.group = group
         table = "postern_client_\(group)"
         holdTable = "postern_hold_\(group)"
-        file = directory.appendingPathComponent("client-\(group).pcapng")
-        log = directory.appendingPathComponent("dumpcap-\(group).log")
         // queue-threshold 1: without it libpcap's nflog reader got the first packet of a batch only.
         let logTo = "log prefix \"%s\" group \(nflogGroup) snaplen 128 queue-threshold 1"
         var rules = ["meta skgid \(group) counter " + logTo.replacingOccurrences(of: "%s", with: Self.clientPrefix)]
@@ -47,24 +44,11 @@ final class GroupPacketLog: @unchecked Sendable {
           }
         }
         """)
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        // The test process blocks SIGTERM/SIGINT and children inherit the mask: unblock, then exec.
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c",
-                             "import os,signal,sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, signal.valid_signals()); os.execvp(sys.argv[1], sys.argv[1:])",
-                             "dumpcap", "-i", "nflog:\(nflogGroup)", "-w", file.path, "-P", "-q"]
-        process.standardError = try FileHandle(forWritingTo: log)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        dumpcap = try Dumpcap(capture: ["-i", "nflog:\(nflogGroup)"], file: directory.appendingPathComponent("client-\(group).pcapng"),
+                              log: directory.appendingPathComponent("dumpcap-\(group).log"))
     }
 
-    func waitUntilCapturing() async throws {
-        for _ in 0..<100 {
-            if let text = try? String(contentsOf: log, encoding: .utf8), text.contains("Capturing on") { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        Issue.record("dumpcap did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
-    }
+    func waitUntilCapturing() async throws { try await dumpcap.waitUntilCapturing() }
 
     /// While held, the group's packets to anything but 127.0.0.1 are dropped (after being logged):
     /// its tor cannot reach the network, so it cannot be ready, whatever the censor lets through.
@@ -95,10 +79,7 @@ final class GroupPacketLog: @unchecked Sendable {
         return Int(words[index + 1]) ?? -1
     }
 
-    func stopCapture() {
-        if process.isRunning { kill(process.processIdentifier, SIGINT) }
-        process.waitUntilExit()
-    }
+    func stopCapture() { dumpcap.stop() }
 
     /// Stops the capture and removes both tables. Safe to call twice.
     func remove() {
@@ -107,7 +88,7 @@ final class GroupPacketLog: @unchecked Sendable {
         _ = try? ProcessRunner.run(URL(fileURLWithPath: "/usr/sbin/nft"), ["delete", "table", "inet", table])
     }
 
-    var dumpcapLog: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+    var dumpcapLog: String { dumpcap.logText }
 
     struct Packet: CustomStringConvertible {
         let time: Double
