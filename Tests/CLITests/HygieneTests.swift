@@ -145,7 +145,7 @@ import Testing
 
         let process = Process()
         process.executableURL = ProcessRunner.postern
-        process.arguments = ["run", "--config-dir", config.path, "--socks", "39147", "--json", "--stall-timeout", "60"]
+        process.arguments = ["run", "--config-dir", config.path, "--socks", "39177", "--json", "--stall-timeout", "60"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -157,11 +157,11 @@ import Testing
         let deadline = Date().addingTimeInterval(45)
         while Date() < deadline, process.isRunning {
             listeners = Self.listeners(ofProcess: process.processIdentifier)
-            if listeners.contains(where: { $0.port == 39147 }) && listeners.count >= 2 { break }
+            if listeners.contains(where: { $0.port == 39177 }) && listeners.count >= 2 { break }
             try await Task.sleep(for: .milliseconds(200))
         }
         #expect(process.isRunning, "postern run exited early")
-        #expect(listeners.contains { $0.port == 39147 }, "tor's SOCKS port is listening: \(listeners)")
+        #expect(listeners.contains { $0.port == 39177 }, "tor's SOCKS port is listening: \(listeners)")
         #expect(listeners.count >= 2, "the SOCKS port and the obfs4 PT listener: \(listeners)")
         let exposed = listeners.filter { !$0.isLoopback }
         #expect(exposed.isEmpty, "non-loopback listeners: \(exposed)")
