@@ -24,7 +24,11 @@ SKIPPED = [
     (re.compile(r"(^|/)bridges\.json\.tmp-[^/]*$"), "the bridge store's atomic-write temporary (becomes the store)"),
     (re.compile(r"(^|/)torrc[^/]*$"), "a tor configuration a test wrote for a stock tor client (Bridge lines by design)"),
     (re.compile(r"(^|/)obfs4_(state\.json|bridgeline\.txt)(~\d+)?$"), "obfs4proxy's own server state (the bridge's side)"),
+    (re.compile(r"(^|/)(builtin-bridges|builtins)\.(txt|json)(~\d+)?$"), "a built-in bridge list a test hands to --builtin-bridges (bridges by design)"),
+    (re.compile(r"\.pcapng?(~\d+)?$"), "a packet capture of a leak test: the wire, not a log"),
 ]
+# A file written atomically is kept under its temporary name and its final name (one inode); a
+# skipped final name skips its temporary too.
 # Inside a tor data directory (it has a 'lock' or 'cached-certs'), tor's own state names its bridges
 # (guard entries, descriptors): skipped. Its log is checked when the directory is Postern's (Postern
 # always writes 'empty-torrc' there, TorManager.prepareDataDirectory) and skipped when it belongs to
@@ -71,14 +75,35 @@ def is_tor_state(path):
     return True
 
 
+def skipped_inodes(roots):
+    inodes = set()
+    for root in roots:
+        for current, _, files in os.walk(root):
+            for name in files:
+                path = os.path.join(current, name)
+                if any(pattern.search(os.path.relpath(path, root)) for pattern, _ in SKIPPED):
+                    try:
+                        st = os.lstat(path)
+                        inodes.add((st.st_dev, st.st_ino))
+                    except OSError:
+                        pass
+    return inodes
+
+
 def scan(roots, secrets):
     leaks, scanned, skipped = [], 0, 0
+    by_rule = skipped_inodes(roots)
     for root in roots:
         for current, _, files in os.walk(root):
             for name in files:
                 path = os.path.join(current, name)
                 relative = os.path.relpath(path, root)
-                if any(pattern.search(relative) for pattern, _ in SKIPPED) or is_tor_state(path):
+                try:
+                    st = os.lstat(path)
+                except OSError:
+                    continue
+                if any(pattern.search(relative) for pattern, _ in SKIPPED) or is_tor_state(path) \
+                        or (st.st_dev, st.st_ino) in by_rule:
                     skipped += 1
                     continue
                 if not os.path.isfile(path) or os.path.islink(path):
@@ -144,6 +169,9 @@ def self_test():
         write("tmp/postern-x/bridges.json.tmp-123-456", f"obfs4 127.0.3.2:5002 {'CD' * 20}")
         write("tmp/stock-tor/lock", "")
         write("tmp/stock-tor/notice.log", "new bridge descriptor at 127.0.3.2")
+        write("kept/work/builtin-bridges.txt", f"obfs4 127.0.3.2:5002 {'CD' * 20} cert={cert}\n")
+        os.link(os.path.join(run, "kept/work/builtin-bridges.txt"), os.path.join(run, "kept/work/.dat.nosync01.abc"))
+        write("kept/work/capture.pcapng", f"fingerprint={'CD' * 20}")
         leaks, _, _ = scan([run], secrets)
         if leaks:
             failures.append(f"a clean tree reported leaks: {leaks}")
@@ -154,6 +182,7 @@ def self_test():
             ("tmp/postern-y/output.txt", f"cert={cert}", "cert"),
             ("tmp/stock-tor-without-a-lock/notice.log", "127.0.3.2:5002", "address"),
             ("tmp/postern-x/bridges.json.bak", f"{'CD' * 20}", "fingerprint"),
+            ("kept/work/.dat.nosync02.def", f"cert={cert}", "cert"),
         ]:
             write(relative, text)
             leaks, _, _ = scan([run], secrets)
@@ -162,7 +191,7 @@ def self_test():
             write(relative, "clean\n")
     for failure in failures:
         print(f"check-leaks self-test: FAIL {failure}")
-    print(f"check-leaks self-test: {'FAIL' if failures else 'PASS'} (6 planted leaks, 1 clean tree)")
+    print(f"check-leaks self-test: {'FAIL' if failures else 'PASS'} (7 planted leaks, 1 clean tree)")
     return 1 if failures else 0
 
 

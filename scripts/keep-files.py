@@ -27,12 +27,16 @@ kept_inodes = set()
 stopping = False
 
 
-def keep(path):
+def keep(path, renamed=False):
+    """Links `path` under KEEP once per inode; a rename target is linked under its new name too, so
+    that a file written atomically (temporary, then rename) is kept under its final name."""
     try:
         st = os.lstat(path)
     except OSError:
         return
-    if os.path.basename(path) == ".keep-files-stop" or not (st.st_mode & 0o170000 == 0o100000) or (st.st_dev, st.st_ino) in kept_inodes:
+    if os.path.basename(path) == ".keep-files-stop" or not (st.st_mode & 0o170000 == 0o100000):
+        return
+    if (st.st_dev, st.st_ino) in kept_inodes and not renamed:
         return
     relative = os.path.relpath(path, watch_root)
     target = os.path.join(keep_root, relative)
@@ -87,7 +91,7 @@ while not stopping:
         if mask & IN_ISDIR:
             watch_tree(path)
         else:
-            keep(path)
+            keep(path, renamed=bool(mask & IN_MOVED_TO))
 watch_tree(watch_root)
 try:
     os.unlink(os.path.join(watch_root, ".keep-files-stop"))

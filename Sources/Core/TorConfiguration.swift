@@ -125,7 +125,10 @@ public struct TorConfiguration: Sendable {
     /// Options rendered from the user's settings (bridges, transports) or a test network.
     public var options: [TorOption]
     /// tor's notice-level log names bridges ("new bridge descriptor ... at ADDRESS") despite
-    /// SafeLogging, so by default tor.log gets warnings only. Turn on for --unsafe-logging.
+    /// SafeLogging, so by default tor.log gets warnings only. Its network-domain warnings name them
+    /// too: SafeLogging does not scrub OR connections with a known identity, and a bridge whose
+    /// transport fails gives "Proxy Client: unable to connect ... with ADDRESS RSA_ID=FINGERPRINT"
+    /// (found by scripts/check-leaks.py), so that domain logs errors only. Turn on for --unsafe-logging.
     public var noticeLevelLog: Bool = false
 
     public init(dataDirectory: URL, socks: SocksEndpoint = .default,
@@ -153,7 +156,7 @@ public struct TorConfiguration: Sendable {
             "__DisableSignalHandlers", "1",
             "ClientOnly", "1",
             "SafeLogging", "1",
-            "Log", "\(noticeLevelLog ? "notice" : "warn") file \(logFile.path)",
+            "Log", "\(noticeLevelLog ? "notice" : "[~net]warn [net]err") file \(logFile.path)",
             "GeoIPFile", "", "GeoIPv6File", "",
             "RunAsDaemon", "0",
         ]

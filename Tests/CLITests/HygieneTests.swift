@@ -131,13 +131,17 @@ import Testing
 
     // MARK: the checks against a real run
 
-    /// `postern run` with an obfs4 bridge (unreachable: loopback port 9, nothing listens) opens tor's
-    /// SOCKS port and the obfs4 PT listener; every listening socket of the process is on loopback,
-    /// and every file it and the settings commands wrote is private.
+    /// `postern run` with an obfs4 bridge (unreachable: 127.0.0.3 port 9, nothing listens) opens
+    /// tor's SOCKS port and the obfs4 PT listener; every listening socket of the process is on
+    /// loopback, and every file it and the settings commands wrote is private. When the bridge
+    /// refuses, neither the run's output nor tor's log names it (tor's own warning for a failed
+    /// transport connection does: "Proxy Client: unable to connect ... with ADDRESS RSA_ID=...").
     @Test func runningPosternListensOnLoopbackOnlyAndKeepsItsFilesPrivate() async throws {
         let config = FileManager.default.temporaryDirectory.appendingPathComponent("postern-hygiene-run-\(UUID())")
         defer { try? FileManager.default.removeItem(at: config) }
-        let bridge = "obfs4 127.0.0.1:9 75D2B513BA3CF4D1210FC35B4D61C7A6BFAECF3B cert=tUKKU8cSnvHFdeytUFPi9+Cqaw3fWpvmyFyHQMPmWQ9zUjINSTdG9sMySEqtoAuAQEF9YA iat-mode=0"
+        let fingerprint = "75D2B513BA3CF4D1210FC35B4D61C7A6BFAECF3B"
+        let cert = "tUKKU8cSnvHFdeytUFPi9+Cqaw3fWpvmyFyHQMPmWQ9zUjINSTdG9sMySEqtoAuAQEF9YA"
+        let bridge = "obfs4 127.0.0.3:9 \(fingerprint) cert=\(cert) iat-mode=0"
         for command in [["bridges", "add", bridge], ["relays", "add", "relay.example.org"], ["transport", "use", "obfs4"]] {
             let result = try ProcessRunner.run(ProcessRunner.postern, command + ["--config-dir", config.path])
             #expect(result.status == 0, "\(command): \(result.stderr)")
@@ -146,8 +150,12 @@ import Testing
         let process = Process()
         process.executableURL = ProcessRunner.postern
         process.arguments = ["run", "--config-dir", config.path, "--socks", "39177", "--json", "--stall-timeout", "60"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        let outputFile = config.deletingLastPathComponent().appendingPathComponent("\(config.lastPathComponent).out")
+        defer { try? FileManager.default.removeItem(at: outputFile) }
+        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+        let output = try FileHandle(forWritingTo: outputFile)
+        process.standardOutput = output
+        process.standardError = output
         try process.run()
         // SIGKILL: children of the test process inherit its blocked signal mask.
         defer { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
@@ -165,6 +173,22 @@ import Testing
         #expect(listeners.count >= 2, "the SOCKS port and the obfs4 PT listener: \(listeners)")
         let exposed = listeners.filter { !$0.isLoopback }
         #expect(exposed.isEmpty, "non-loopback listeners: \(exposed)")
+
+        // The transport's refusal goes to tor as a SOCKS failure, which tor logs at once and retries
+        // within seconds: wait for the run to report it, then give tor's log two seconds.
+        var runOutput = ""
+        let deadline2 = Date().addingTimeInterval(30)
+        while Date() < deadline2, !runOutput.contains("dial-failed") {
+            try await Task.sleep(for: .milliseconds(300))
+            runOutput = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
+        }
+        try await Task.sleep(for: .seconds(2))
+        let log = (try? String(contentsOf: config.appendingPathComponent("state/tor/tor.log"), encoding: .utf8)) ?? ""
+        #expect(runOutput.contains("dial-failed"), "the run reported the refused bridge: \(runOutput.suffix(800))")
+        for secret in ["127.0.0.3", fingerprint, cert] {
+            #expect(!log.contains(secret), "bridge data in tor.log:\n\(log)")
+            #expect(!runOutput.contains(secret), "bridge data in the run's output")
+        }
 
         let written = (FileManager.default.enumerator(atPath: config.path)?.allObjects as? [String]) ?? []
         #expect(written.contains("bridges.json") && written.contains("state/run-status.json")
