@@ -180,9 +180,13 @@ final class RunningPostern: @unchecked Sendable {
     private let lock = NSLock()
     private var collected = ""
 
-    init(_ arguments: [String]) throws {
+    /// `environment` entries are added to (or replace those of) the test process's environment.
+    init(_ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = ProcessRunner.postern
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe

@@ -44,10 +44,15 @@ public struct SnowflakeTransport: PluggableTransport {
         } catch {
             throw TransportError(error)
         }
-        // Refused here, before any network activity, rather than at the first dial.
-        if case .ampCache = options.rendezvous {
-            throw TransportError(code: .snowflakeUnsupported, kind: .invalidInput,
-                                 message: "snowflake rendezvous through an AMP cache (ampcache=) is not supported yet")
+        // A broker or cache URL the AMP cache form cannot use is refused here, before any network
+        // activity, rather than at the first dial.
+        if case .ampCache(let endpoint, let cache) = options.rendezvous {
+            do {
+                _ = try BrokerRendezvous(endpoint: endpoint, connector: PlainTCPConnector(), ampCache: cache)
+                    .resolveAMP(AMPEncoding.encodePath([]))
+            } catch {
+                throw TransportError(error)
+            }
         }
         return options
     }
@@ -92,8 +97,14 @@ public struct SnowflakeTransport: PluggableTransport {
     /// only on loopback: gather host candidates on 127.0.0.1 and keep local candidates in the offer
     /// (the reference client's -keep-local-addresses). Elsewhere local candidates are left out.
     static func usesLoopbackBroker(_ options: SnowflakeOptions) -> Bool {
-        guard case .http(let endpoint) = options.rendezvous else { return false }
-        let hosts = endpoint.fronts.isEmpty ? [endpoint.url.host ?? ""] : endpoint.fronts
+        let hosts: [String]
+        switch options.rendezvous {
+        case .http(let endpoint):
+            hosts = endpoint.fronts.isEmpty ? [endpoint.url.host ?? ""] : endpoint.fronts.map { String($0.split(separator: ":")[0]) }
+        case .ampCache(let endpoint, _):
+            // Without fronts the connection goes to <prefix>.<cache host>, never a loopback literal.
+            hosts = endpoint.fronts.isEmpty ? [""] : endpoint.fronts.map { String($0.split(separator: ":")[0]) }
+        }
         return hosts.allSatisfy { host in
             host == "localhost" || host == "::1" || host == "[::1]"
                 || (host.hasPrefix("127.") && host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil })
