@@ -8,6 +8,17 @@ import Synchronization
 // the session dials a new one and sends the same ClientID; the KCP conversation and the smux
 // stream carry on (KCP retransmits what was lost). The server keeps a ClientID's packets for a
 // minute, so the session gives up when it has had no carrier for 60 s.
+//
+// Two differences from the reference client, both to make a lost proxy cost seconds rather than
+// tens of seconds: a carrier is also dropped after 8 s of silence while KCP has unacknowledged
+// data in flight (a live path acknowledges within a few RTOs), and on a new carrier everything
+// in flight is retransmitted at once instead of after the RTO that doubled during the outage.
+//
+// Spares (`max=` > 1): like the reference client's pool, the session keeps up to max − 1 further
+// carriers ready (rendezvous done, data channel open, nothing sent on them yet) and takes one
+// when the current carrier is lost, without a rendezvous. Only one carrier is used at a time. An
+// idle spare is dropped after 20 s (the reference client's staleness; a 2.5.1 proxy closes an
+// idle channel after 30 s) and another one collected.
 
 /// A running session. `incoming` yields the bytes of the smux stream and finishes when the peer
 /// sends FIN, or with an error when no carrier could be had for `redialLimit`.
@@ -26,9 +37,20 @@ public actor SnowflakeSession {
     private var lastInbound: UInt32 = 0
     /// Carriers used so far (1 + redials).
     public private(set) var carriersUsed = 0
+    /// Carriers taken from the spares (failovers without a rendezvous).
+    public private(set) var sparesUsed = 0
+    /// Ready spare carriers, with the time each was collected.
+    private var spares: [(stream: any SnowflakeByteStream, since: UInt32)] = []
+    private var sparesWanted = 0
+    /// How many spares are ready now.
+    public var spareCount: Int { spares.count }
 
     /// Silence after which the carrier is dropped (the reference client's staleness timeout).
     static let stalenessMs: UInt32 = 20_000
+    /// Silence after which the carrier is dropped while KCP has data in flight.
+    static let inFlightSilenceMs: UInt32 = 8_000
+    /// Age after which an unused spare is replaced.
+    static let spareLifetimeMs: UInt32 = 20_000
     /// How long the session waits for a new carrier before it gives up.
     public static let defaultRedialLimit: Duration = .seconds(60)
     private var tasks: [Task<Void, Never>] = []
@@ -74,11 +96,13 @@ public actor SnowflakeSession {
 
     /// Starts the session: dials the first carrier (its failure is thrown), sends the preamble and
     /// the smux SYN, then runs the 10 ms KCP clock and the carrier reader, redialling through
-    /// `dialer` whenever the carrier is lost.
+    /// `dialer` whenever the carrier is lost. With `spares` > 0 it also keeps that many further
+    /// carriers ready through `dialer`.
     public func start(dialer: @escaping @Sendable () async throws -> any SnowflakeByteStream,
-                      redialLimit: Duration = SnowflakeSession.defaultRedialLimit) async throws {
+                      redialLimit: Duration = SnowflakeSession.defaultRedialLimit, spares: Int = 0) async throws {
         self.dialer = dialer
         self.redialLimit = redialLimit
+        self.sparesWanted = max(0, spares)
         try await attach(try await dialer())
         kcp.send(stream.openFrame.encoded)
         try await flush()
@@ -102,17 +126,55 @@ public actor SnowflakeSession {
                 }
             }
         })
+        if sparesWanted > 0 {
+            tasks.append(Task { [weak self] in
+                while !Task.isCancelled {
+                    guard let self, let missing = await self.spareShortfall() else { return }
+                    guard missing > 0 else {
+                        try? await Task.sleep(for: .milliseconds(500))
+                        continue
+                    }
+                    do {
+                        await self.addSpare(try await dialer())
+                    } catch {
+                        try? await Task.sleep(for: .seconds(2))
+                    }
+                }
+            })
+        }
+    }
+
+    /// How many spares to collect (stale ones are dropped first); nil once the session has ended.
+    private func spareShortfall() -> Int? {
+        guard !ended else { return nil }
+        let time = now
+        spares.removeAll { spare in
+            guard timeDiff(time, spare.since) > Int32(Self.spareLifetimeMs) else { return false }
+            spare.stream.close()
+            return true
+        }
+        return sparesWanted - spares.count
+    }
+
+    private func addSpare(_ stream: any SnowflakeByteStream) {
+        guard !ended else {
+            stream.close()
+            return
+        }
+        spares.append((stream, now))
     }
 
     private func currentCarrier() -> (any SnowflakeByteStream)? { ended ? nil : carrier }
 
-    /// A new carrier: preamble first, and a fresh decoder (chunks never span carriers).
+    /// A new carrier: preamble first, and a fresh decoder (chunks never span carriers). On a
+    /// replacement, whatever was in flight goes out again at once.
     private func attach(_ next: any SnowflakeByteStream) async throws(SnowflakeError) {
         try await next.write(clientID.carrierPreamble)
         carrier = next
         carriersUsed += 1
         encapsulation = Encapsulation.Decoder()
         lastInbound = now
+        if carriersUsed > 1 { kcp.retransmitEverythingNow(now: now) }
     }
 
     /// Drops the current carrier (as when its proxy goes away); the session redials.
@@ -126,11 +188,23 @@ public actor SnowflakeSession {
         guard !ended else { return false }
         if let current = carrier, current as AnyObject !== failed as AnyObject { return true }  // already replaced
         carrier = nil
+        // A ready spare first: no rendezvous, no wait. The freshest is the likeliest to be alive.
+        while let spare = spares.popLast() {
+            do {
+                try await attach(spare.stream)
+                sparesUsed += 1
+                try? await flush()
+                return true
+            } catch {
+                spare.stream.close()
+            }
+        }
         let deadline = ContinuousClock.now + redialLimit
         var lastError = error
         while !ended, let dialer {
             do {
                 try await attach(try await dialer())
+                try? await flush()
                 return true
             } catch {
                 lastError = error
@@ -170,6 +244,8 @@ public actor SnowflakeSession {
         ended = true
         for task in tasks { task.cancel() }
         carrier?.close()
+        for spare in spares { spare.stream.close() }
+        spares.removeAll()
         continuation.finish(throwing: error)
     }
 
@@ -181,8 +257,11 @@ public actor SnowflakeSession {
         } catch {
             end(error)
         }
-        if let carrier, timeDiff(now, lastInbound) > Int32(Self.stalenessMs) {
-            carrier.close()  // the reader sees it end and redials
+        if let carrier {
+            let silence = timeDiff(now, lastInbound)
+            if silence > Int32(Self.stalenessMs) || (kcp.hasUnacknowledgedData && silence > Int32(Self.inFlightSilenceMs)) {
+                carrier.close()  // the reader sees it end and redials
+            }
         }
         if kcp.deadLinkReached {
             end(SnowflakeError(code: .timeout, kind: .network, message: "KCP gave up: a segment was sent 20 times without an ACK"))
@@ -197,7 +276,13 @@ public actor SnowflakeSession {
         guard !packets.isEmpty, let carrier else { return }
         var chunk: [UInt8] = []
         for packet in packets { chunk += try Encapsulation.encodeData(packet) }
-        try await carrier.write(chunk)
+        do {
+            try await carrier.write(chunk)
+        } catch {
+            // A failing carrier is replaced, not fatal: the reader sees it closed and redials,
+            // and KCP sends these packets again on the next one.
+            carrier.close()
+        }
     }
 
     private func received(_ bytes: [UInt8]) async throws(SnowflakeError) {

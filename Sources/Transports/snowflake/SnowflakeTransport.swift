@@ -77,7 +77,8 @@ public struct SnowflakeTransport: PluggableTransport {
         let started = ContinuousClock.now
         do {
             try await withTaskCancellationHandler {
-                try await session.start(dialer: { try await dialer.dial() }, redialLimit: redialLimit)
+                try await session.start(dialer: { try await dialer.dial() }, redialLimit: redialLimit,
+                                        spares: configuration.maxProxies - 1)
             } onCancel: {
                 Task { await session.close() }
             }
