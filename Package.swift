@@ -79,7 +79,7 @@ let package = Package(
                           path: "Sources/Obfs4FrameFuzzer"),
 
         // Benchmarks against real peers: `swift run -c release postern-bench obfs4`.
-        .executableTarget(name: "postern-bench", dependencies: ["TransportBase", "Obfs4Transport", "TransportTestSupport"],
+        .executableTarget(name: "postern-bench", dependencies: ["TransportBase", "Obfs4Transport", "SnowflakeTransport", "TransportTestSupport"],
                           path: "Sources/postern-bench"),
         // Real peers on loopback (obfs4proxy as a managed server, echo/sink servers) for tests and benchmarks.
         .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Sources/TransportTestSupport"),
