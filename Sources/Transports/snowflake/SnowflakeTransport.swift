@@ -69,8 +69,16 @@ public struct SnowflakeTransport: PluggableTransport {
             throw error
         }
         events.emit(TransportEvent(kind: .dialStarted, severity: .debug, transport: name, message: "rendezvous with the broker"))
+        if let imitate = configuration.utlsImitate {
+            // Said on every dial: the user asked for a disguise we do not wear.
+            events.emit(TransportEvent(kind: .dialStarted, severity: .warning, transport: name,
+                                       message: "utls-imitate=\(imitate) is not applied: the broker connection uses OpenSSL's own TLS ClientHello (see docs/SNOWFLAKE.md, uTLS)"))
+        }
         let local = Self.usesLoopbackBroker(configuration)
-        let dialer = SnowflakeDialer(options: configuration, connector: OpenSSLTLSConnector(caFile: caFile),
+        // As upstream, utls-nosni takes effect only together with utls-imitate.
+        let connector = OpenSSLTLSConnector(caFile: caFile,
+                                            sendsServerName: !(configuration.utlsImitate != nil && configuration.utlsNoSNI))
+        let dialer = SnowflakeDialer(options: configuration, connector: connector,
                                      localAddresses: local ? ["127.0.0.1"] : [], keepLocalAddresses: local,
                                      proxyPatience: proxyPatience)
         let session = SnowflakeSession()
