@@ -34,9 +34,13 @@ struct SnowflakeProxies {
     }
 
     /// Rendezvous the test bed's broker has completed so far (its log lines).
-    func brokerMatches() -> Int {
+    func brokerMatches() -> Int { brokerMatchTimes().count }
+
+    /// When each rendezvous completed (Go's log prefix, as in serverCarrierTimes).
+    func brokerMatchTimes() -> [String] {
         let log = URL(fileURLWithPath: bed.directory).appendingPathComponent("logs/snowflake-broker.out")
-        return ((try? String(contentsOf: log, encoding: .utf8)) ?? "").components(separatedBy: "client matched with proxy").count - 1
+        return ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
+            .filter { $0.contains("client matched with proxy") }.map { String($0.prefix(26)) }
     }
 
     /// Stops (if needed) and restarts snowflake-proxy-`number`; waits until it polls the broker.
@@ -78,14 +82,20 @@ func spawnAndWait(_ arguments: [String], timeout: Duration) async -> Int32? {
 
 /// The ClientIDs the test bed's snowflake server saw carriers for, in log lines after `offset`.
 func serverCarriers(_ bed: TestBed, after offset: Int) -> [String: Int] {
+    serverCarrierTimes(bed, after: offset).mapValues(\.count)
+}
+
+/// The same, with the time of each carrier (Go's log prefix "2006/01/02 15:04:05.000000", which
+/// sorts as text and matches the broker's).
+func serverCarrierTimes(_ bed: TestBed, after offset: Int) -> [String: [String]] {
     let log = URL(fileURLWithPath: bed.directory).appendingPathComponent("logs/snowflake-server.out")
     let text = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
-    var counts: [String: Int] = [:]
+    var times: [String: [String]] = [:]
     for line in text.utf8.dropFirst(offset).split(separator: UInt8(ascii: "\n")).map({ String(decoding: $0, as: UTF8.self) }) {
         guard let range = line.range(of: "websocket carrier for ClientID "), !line.hasSuffix("closed") else { continue }
-        counts[String(line[range.upperBound...]), default: 0] += 1
+        times[String(line[range.upperBound...]), default: []].append(String(line.prefix(26)))
     }
-    return counts
+    return times
 }
 
 func serverLogSize(_ bed: TestBed) -> Int {
@@ -207,25 +217,27 @@ extension TestBedSuite {
         defer { run.terminate() }
         let ready = try await run.waitForLine(containing: "ready: socks5 127.0.0.1:39743", timeout: 120)
         try #require(ready != nil, "output: \(run.output)")
-        // Two rendezvous: the proxy in use and the spare. The proxy in use is the one the server
-        // has sent the session's data through; the spare has a relay connection to the server
-        // that has carried nothing but the WebSocket handshake.
+        // Two rendezvous: the proxy in use and the spare.
         let deadline = ContinuousClock.now + .seconds(60)
-        var roles: (active: (number: Int, pid: Int32), spare: Int)?
-        while roles == nil && ContinuousClock.now < deadline {
-            let relayed = try proxies.bytesFromServer()
-            let numbers = Array(1...SnowflakeProxies.count)
-            if proxies.brokerMatches() >= matchesAtStart + 2,
-               let active = numbers.first(where: { proxies.pid($0).map { (relayed[$0] ?? 0) > 50_000 } == true }),
-               let spare = numbers.first(where: { $0 != active && proxies.pid($0).map { relayed[$0] != nil } == true }),
-               let pid = proxies.pid(active) {
-                roles = ((active, pid), spare)
-            } else {
-                try await Task.sleep(for: .milliseconds(100))
-            }
+        while proxies.brokerMatches() < matchesAtStart + 2 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
         }
-        let (active, spareNumber) = try #require(roles, "no spare was collected: \((try? proxies.bytesFromServer()) ?? [:])")
+        try #require(proxies.brokerMatches() >= matchesAtStart + 2, "no spare was collected")
         let spareCollectedAt = ContinuousClock.now
+        // The proxy in use is the one whose relay connection carries a download now (a proxy
+        // may also hold an idle connection left from an earlier session, so totals do not tell).
+        let before = try proxies.bytesFromServer()
+        let warmup = try TestBed.fetch(bed["TB_BLOB_URL"], socks: "127.0.0.1:39743", timeout: 30)
+        let after = try proxies.bytesFromServer()
+        try #require(warmup.status == 0, "curl: \(warmup.stderr)")
+        let growth = (1...SnowflakeProxies.count).compactMap { number -> (number: Int, pid: Int32, bytes: Int)? in
+            guard let pid = proxies.pid(number) else { return nil }
+            return (number, pid, (after[pid] ?? 0) - (before[pid] ?? 0))
+        }
+        let carrying = try #require(growth.max { $0.bytes < $1.bytes }, "no proxy PIDs")
+        try #require(carrying.bytes > 1 << 20, "no proxy relayed the 4 MiB download: \(growth)")
+        let active = (number: carrying.number, pid: carrying.pid)
+        let spareNumber = active.number == 1 ? 2 : 1
         let matchesBeforeKill = proxies.brokerMatches()
         #expect(kill(active.pid, SIGKILL) == 0)
 
@@ -240,12 +252,21 @@ extension TestBedSuite {
             await proxies.restart(active.number)
             throw error
         }
-        let matchesAfterKill = proxies.brokerMatches()
+        let matchTimes = proxies.brokerMatchTimes()
         await proxies.restart(active.number)
 
         print("max=2: proxy \(active.number) (in use) killed, proxy \(spareNumber) the spare; blob fetched in \(elapsed), \(ContinuousClock.now - spareCollectedAt) after the spare was seen")
         #expect(fetched?.stdout.hasPrefix(bed["TB_BLOB_SHA256"]) == true, "4 MiB through the spare must arrive intact")
-        #expect(matchesAfterKill == matchesBeforeKill, "the spare took over without a rendezvous")
+        // The spare took over without a rendezvous: the server had the session's next carrier
+        // before the broker matched anyone again (a 2.5.1 proxy may poll again while it relays,
+        // so the session may collect its next spare after the failover).
+        let carrierTimes = serverCarrierTimes(bed, after: serverLogOffset).values.first { $0.count >= 2 } ?? []
+        let failoverCarrier = carrierTimes.dropFirst().first { $0 > (matchTimes.prefix(matchesBeforeKill).last ?? "") }
+        let nextMatch = matchTimes.count > matchesBeforeKill ? matchTimes[matchesBeforeKill] : nil
+        #expect(failoverCarrier != nil, "the session got a new carrier after the kill: \(carrierTimes)")
+        if let failoverCarrier, let nextMatch {
+            #expect(failoverCarrier < nextMatch, "the new carrier (\(failoverCarrier)) came before any new rendezvous (\(nextMatch))")
+        }
         #expect(elapsed < .seconds(30), "failover to a ready spare is quick")
         let carriers = serverCarriers(bed, after: serverLogOffset)
         #expect(carriers.values.contains { $0 >= 2 }, "the same ClientID on the spare's carrier: \(carriers)")

@@ -35,6 +35,8 @@ public actor SnowflakeSession {
     private var carrier: (any SnowflakeByteStream)?
     private var dialer: (@Sendable () async throws -> any SnowflakeByteStream)?
     private var lastInbound: UInt32 = 0
+    /// Since when KCP has had unacknowledged data (nil: none in flight).
+    private var inFlightSince: UInt32?
     /// Carriers used so far (1 + redials).
     public private(set) var carriersUsed = 0
     /// Carriers taken from the spares (failovers without a rendezvous).
@@ -64,7 +66,11 @@ public actor SnowflakeSession {
     public init(clientID: ClientID = .random(), conversation: UInt32 = UInt32.random(in: .min ... .max)) {
         self.clientID = clientID
         self.conversation = conversation
-        self.kcp = KCPControlBlock(conversation: conversation)
+        var kcp = KCPControlBlock(conversation: conversation)
+        // The smux SYN goes first, before anything written to the stream, whenever the first
+        // carrier comes: the stream can be written to before the session has a carrier.
+        kcp.send(SmuxStreamState().openFrame.encoded)
+        self.kcp = kcp
         self.epoch = clock.now
         (incoming, continuation) = AsyncThrowingStream.makeStream()
     }
@@ -103,8 +109,12 @@ public actor SnowflakeSession {
         self.dialer = dialer
         self.redialLimit = redialLimit
         self.sparesWanted = max(0, spares)
-        try await attach(try await dialer())
-        kcp.send(stream.openFrame.encoded)
+        let first = try await dialer()
+        guard !ended else {
+            first.close()
+            throw SnowflakeError(code: .closed, kind: .network, message: "the snowflake session was closed while it dialled")
+        }
+        try await attach(first)
         try await flush()
         tasks.append(Task { [weak self] in
             while !Task.isCancelled {
@@ -239,6 +249,11 @@ public actor SnowflakeSession {
         end(nil)
     }
 
+    /// Ends the session with `error` (readers of `incoming` get it), e.g. when its first dial failed.
+    public func fail(_ error: any Error) {
+        end(error)
+    }
+
     private func end(_ error: (any Error)?) {
         guard !ended else { return }
         ended = true
@@ -257,9 +272,17 @@ public actor SnowflakeSession {
         } catch {
             end(error)
         }
+        // Silence only counts against a carrier while data is waiting for an answer: an idle
+        // session hears the server's keepalive only every 10 s.
+        if kcp.hasUnacknowledgedData {
+            if inFlightSince == nil { inFlightSince = now }
+        } else {
+            inFlightSince = nil
+        }
         if let carrier {
             let silence = timeDiff(now, lastInbound)
-            if silence > Int32(Self.stalenessMs) || (kcp.hasUnacknowledgedData && silence > Int32(Self.inFlightSilenceMs)) {
+            let unanswered = inFlightSince.map { min(silence, timeDiff(now, $0)) } ?? 0
+            if silence > Int32(Self.stalenessMs) || unanswered > Int32(Self.inFlightSilenceMs) {
                 carrier.close()  // the reader sees it end and redials
             }
         }
@@ -272,8 +295,10 @@ public actor SnowflakeSession {
     private func flush() async throws(SnowflakeError) {
         let time = now
         for frame in stream.outgoingFrames(now: time) { kcp.send(frame.encoded) }
+        // Without a carrier nothing is sent: KCP keeps it all until one comes.
+        guard let carrier else { return }
         let packets = kcp.flush(now: time)
-        guard !packets.isEmpty, let carrier else { return }
+        guard !packets.isEmpty else { return }
         var chunk: [UInt8] = []
         for packet in packets { chunk += try Encapsulation.encodeData(packet) }
         do {

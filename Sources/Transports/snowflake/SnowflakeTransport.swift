@@ -5,7 +5,8 @@ import TransportBase
 
 /// The snowflake client as a pluggable transport (spec: /work/shared/docs/specs/snowflake.md).
 ///
-/// One dial is one SnowflakeSession: a rendezvous with the broker named by the bridge's `url=`, a
+/// One dial is one SnowflakeSession (returned at once; the rendezvous runs behind it): a rendezvous
+/// with the broker named by the bridge's `url=` (or through `ampcache=`), a
 /// WebRTC data channel to the proxy it assigns, and the tor byte stream as one smux stream over KCP
 /// on top. When the proxy goes away the session rendezvouses again and carries on with the same
 /// ClientID, so tor keeps its connection. The endpoint tor asks for is ignored: a snowflake
@@ -83,22 +84,24 @@ public struct SnowflakeTransport: PluggableTransport {
                                      proxyPatience: proxyPatience)
         let session = SnowflakeSession()
         let started = ContinuousClock.now
-        do {
-            try await withTaskCancellationHandler {
-                try await session.start(dialer: { try await dialer.dial() }, redialLimit: redialLimit,
-                                        spares: configuration.maxProxies - 1)
-            } onCancel: {
-                Task { await session.close() }
+        let name = name
+        let redialLimit = redialLimit
+        let spares = configuration.maxProxies - 1
+        // Granted at once, as the reference client does (spec section 2): tor starts its TLS
+        // handshake while the rendezvous runs, and the session sends it when the data channel is
+        // open. A failed first rendezvous ends the stream with the error.
+        Task {
+            do {
+                try await session.start(dialer: { try await dialer.dial() }, redialLimit: redialLimit, spares: spares)
+                let elapsed = ContinuousClock.now - started
+                events.emit(TransportEvent(kind: .connected, severity: .info, transport: name,
+                                           message: "data channel open in \(elapsed.formatted(.units(allowed: [.milliseconds])))"))
+            } catch {
+                let failure = TransportError(snowflake: error)
+                events.emit(TransportEvent(kind: .dialFailed, severity: .warning, transport: name, message: failure.description))
+                await session.fail(failure)
             }
-        } catch {
-            await session.close()
-            let failure = TransportError(snowflake: error)
-            events.emit(TransportEvent(kind: .dialFailed, severity: .warning, transport: name, message: failure.description))
-            throw failure
         }
-        let elapsed = ContinuousClock.now - started
-        events.emit(TransportEvent(kind: .connected, severity: .info, transport: name,
-                                   message: "data channel open in \(elapsed.formatted(.units(allowed: [.milliseconds])))"))
         return SnowflakeConnection(session: session)
     }
 
