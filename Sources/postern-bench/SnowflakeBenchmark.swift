@@ -12,6 +12,8 @@
 // -keep-local-addresses. For each:
 //   - bootstrap: tor start → "Bootstrapped 100%" (rendezvous, WebRTC, Turbo Tunnel, then tor's
 //     directory fetches through the bridge);
+//   - channel: tor's "Connected to pluggable transport" → "Handshake with a relay done" in its
+//     millisecond log: rendezvous, WebRTC and the link handshake, free of tor's one-second ticks;
 //   - time to first byte: a SOCKS connection with fresh isolation credentials (so a new circuit,
 //     built through the snowflake link) to a loopback bulk peer, until its first byte arrives;
 //   - bulk throughput: N MB down and N MB up through tor, snowflake and the exit.
@@ -42,6 +44,7 @@ final class BenchTorClient: @unchecked Sendable {
         DataDirectory \(directory.path)
         SocksPort 127.0.0.1:\(socksPort)
         Log notice file \(directory.path)/tor.log
+        LogTimeGranularity 1
         GeoIPFile ""
         GeoIPv6File ""
         UseBridges 1
@@ -68,6 +71,23 @@ final class BenchTorClient: @unchecked Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         throw SnowflakeBenchmarkError(description: "\(label): no bootstrap in \(timeout):\n\(log.suffix(1500))")
+    }
+
+    /// Seconds between two bootstrap milestones in tor's log (millisecond timestamps), e.g.
+    /// "Bootstrapped 2%" (connected to the PT) and "Bootstrapped 15%" (link handshake with the
+    /// bridge done): the transport's own time to a working channel, free of tor's one-second ticks.
+    func secondsBetween(_ first: String, _ second: String) -> Double? {
+        func time(_ marker: String) -> Double? {
+            guard let line = log.split(separator: "\n").first(where: { $0.contains(marker) }) else { return nil }
+            // "Nov 29 15:57:10.411 [notice] ..."
+            let parts = line.split(separator: " ")
+            guard parts.count > 2 else { return nil }
+            let clock = parts[2].split(separator: ":")
+            guard clock.count == 3, let h = Double(clock[0]), let m = Double(clock[1]), let sec = Double(clock[2]) else { return nil }
+            return h * 3600 + m * 60 + sec
+        }
+        guard let a = time(first), let b = time(second) else { return nil }
+        return b >= a ? b - a : b + 86400 - a
     }
 
     func stop() {
@@ -126,6 +146,7 @@ func bulkThroughTor(socks: TransportEndpoint, peer: TransportEndpoint, upload: B
 
 struct SnowflakeSample {
     var bootstrap: [Double] = []
+    var channel: [Double] = []
     var firstByte: [Double] = []
     var download: [Double] = []
     var upload: [Double] = []
@@ -175,6 +196,8 @@ func runSnowflakeBenchmark(rounds: Int, megabytes: Int, firstBytes: Int) async t
             var sample = results[client.label, default: SnowflakeSample()]
             let bootstrap = try await tor.waitForBootstrap(timeout: .seconds(180))
             sample.bootstrap.append(bootstrap)
+            let channel = tor.secondsBetween("Bootstrapped 2%", "Bootstrapped 15%") ?? .nan
+            sample.channel.append(channel)
             var firsts: [Double] = []
             let down: Double, up: Double
             do {
@@ -192,20 +215,22 @@ func runSnowflakeBenchmark(rounds: Int, megabytes: Int, firstBytes: Int) async t
             sample.download.append(down)
             sample.upload.append(up)
             results[client.label] = sample
-            print("  round \(round) \(client.label.padding(toLength: 18, withPad: " ", startingAt: 0)) bootstrap \(format(bootstrap)) s, first byte median \(format(median(firsts) * 1000, 0)) ms, down \(format(down, 2)) MB/s, up \(format(up, 2)) MB/s")
+            print("  round \(round) \(client.label.padding(toLength: 18, withPad: " ", startingAt: 0)) bootstrap \(format(bootstrap)) s, channel \(format(channel * 1000, 0)) ms, first byte median \(format(median(firsts) * 1000, 0)) ms, down \(format(down, 2)) MB/s, up \(format(up, 2)) MB/s")
         }
     }
 
     let ours = results[clients[0].label]!, theirs = results[clients[1].label]!
     print("")
-    print("client              bootstrap s   first byte ms   down MB/s   up MB/s   (medians)")
+    print("client              bootstrap s   channel ms   first byte ms   down MB/s   up MB/s   (medians)")
     for (label, sample) in [(clients[0].label, ours), (clients[1].label, theirs)] {
-        print("\(label.padding(toLength: 19, withPad: " ", startingAt: 0)) \(format(median(sample.bootstrap)).padding(toLength: 13, withPad: " ", startingAt: 0)) \(format(median(sample.firstByte) * 1000, 0).padding(toLength: 15, withPad: " ", startingAt: 0)) \(format(median(sample.download)).padding(toLength: 11, withPad: " ", startingAt: 0)) \(format(median(sample.upload)))")
+        print("\(label.padding(toLength: 19, withPad: " ", startingAt: 0)) \(format(median(sample.bootstrap)).padding(toLength: 13, withPad: " ", startingAt: 0)) \(format(median(sample.channel) * 1000, 0).padding(toLength: 12, withPad: " ", startingAt: 0)) \(format(median(sample.firstByte) * 1000, 0).padding(toLength: 15, withPad: " ", startingAt: 0)) \(format(median(sample.download)).padding(toLength: 11, withPad: " ", startingAt: 0)) \(format(median(sample.upload)))")
     }
+    print("(channel: tor's \"Connected to pluggable transport\" → \"Handshake with a relay done\": rendezvous, WebRTC and tor's link handshake through it)")
     let bootstrapRatio = median(theirs.bootstrap) / median(ours.bootstrap)
+    let channelRatio = median(theirs.channel) / median(ours.channel)
     let firstByteRatio = median(theirs.firstByte) / median(ours.firstByte)
     let downRatio = median(ours.download) / median(theirs.download)
     let upRatio = median(ours.upload) / median(theirs.upload)
     print("")
-    print("RESULT snowflake bootstrap ratio (snowflake-client / postern) \(format(bootstrapRatio)); first-byte ratio \(format(firstByteRatio)); throughput ratio (postern / snowflake-client) down \(format(downRatio)) up \(format(upRatio))")
+    print("RESULT snowflake bootstrap ratio (snowflake-client / postern) \(format(bootstrapRatio)); channel ratio \(format(channelRatio)); first-byte ratio \(format(firstByteRatio)); throughput ratio (postern / snowflake-client) down \(format(downRatio)) up \(format(upRatio))")
 }
