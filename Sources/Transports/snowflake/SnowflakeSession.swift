@@ -60,6 +60,9 @@ public actor SnowflakeSession {
     private let epoch: ContinuousClock.Instant
     private var ended = false
 
+    /// Largest carrier write: one data-channel message (WebRTCDataChannel splits larger writes).
+    static let carrierWriteLimit = 16 * 1024
+
     /// Largest backlog (bytes) `write` lets pile up before it waits for the windows to open.
     static let writeBacklogLimit = 1 << 20
 
@@ -299,14 +302,30 @@ public actor SnowflakeSession {
         guard let carrier else { return }
         let packets = kcp.flush(now: time)
         guard !packets.isEmpty else { return }
+        // Whole encapsulated packets per write, at most one data-channel message each: flushes
+        // interleave (the actor is re-entered while a write waits for SCTP buffer space), and a
+        // write split into several messages could then be interleaved mid-packet, corrupting the
+        // byte stream the server decodes. Whole messages may interleave: KCP does not mind order.
+        var chunks: [[UInt8]] = []
         var chunk: [UInt8] = []
-        for packet in packets { chunk += try Encapsulation.encodeData(packet) }
-        do {
-            try await carrier.write(chunk)
-        } catch {
-            // A failing carrier is replaced, not fatal: the reader sees it closed and redials,
-            // and KCP sends these packets again on the next one.
-            carrier.close()
+        for packet in packets {
+            let encoded = try Encapsulation.encodeData(packet)
+            if !chunk.isEmpty && chunk.count + encoded.count > Self.carrierWriteLimit {
+                chunks.append(chunk)
+                chunk = []
+            }
+            chunk += encoded
+        }
+        if !chunk.isEmpty { chunks.append(chunk) }
+        for chunk in chunks {
+            do {
+                try await carrier.write(chunk)
+            } catch {
+                // A failing carrier is replaced, not fatal: the reader sees it closed and
+                // redials, and KCP sends these packets again on the next one.
+                carrier.close()
+                return
+            }
         }
     }
 
