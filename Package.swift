@@ -60,8 +60,11 @@ let package = Package(
         .target(name: "PosternCore", dependencies: ["CTor", "CCurl", "CSecp256k1", "CSodium", "BridgeConfig", "TransportBase"],
                 path: "Sources/Core",
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
+        // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
+        .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
         .executableTarget(name: "postern",
-                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "CQREncode"],
+                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "CQREncode",
+                                         "TrialAnalysis"],
                           path: "Sources/postern"),
 
         .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig", "BridgeStoreCrashWriter"],
@@ -92,7 +95,9 @@ let package = Package(
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
-        .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "PosternTestSupport"],
+        .testTarget(name: "TrialAnalysisTests", dependencies: ["TrialAnalysis"], path: "Tests/TrialAnalysisTests"),
+        .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "PosternTestSupport",
+                                                             "TransportTestSupport"],
                     path: "Tests/IntegrationTests"),
     ]
 )

@@ -2,9 +2,9 @@
 # The whole test run: dependencies, build, one shared test bed for all tests, then teardown.
 # The tests run inside the test bed's network namespace, where the only network is loopback.
 #
-# Tests that run an in-process tor (TestBedSuite) get a process each: tor 0.4.9.11 still fails
-# intermittently after many tor_run_main calls in one process (see docs/TOR-CORE-PROVENANCE.md),
-# and one process per test keeps each test's result its own. Everything else runs in one process.
+# Tests that run an in-process tor (TestBedSuite) get a process each: tor_api allows one core at a
+# time, tor keeps some state from run to run (docs/TOR-CORE-PROVENANCE.md), and one process per
+# test keeps each test's result its own. Everything else runs in one process.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
@@ -28,14 +28,20 @@ run_group() { # $1 = label, rest = swift test arguments
   log=$(mktemp)
   if in_bed swift test --skip-build "$@" 2>&1 | tee "$log"; then status=0; else status=1; fi
   # Swift Testing's closing line: "Test run with N tests in M suites passed/failed ..."
-  local count
+  # and one "✘ Test NAME(...) failed ..." line per failed test (parameterized ones once).
+  local count bad
   count=$(sed -n 's/.*Test run with \([0-9]*\) tests\{0,1\} .*/\1/p' "$log" | tail -n 1)
   count=${count:-0}
+  bad=$(grep -E '^✘ Test [^ ]+\(.*\) (with [0-9]+ test cases )?failed' "$log" | grep -vc '^✘ Test run ' || true)
   if [ "$status" = 0 ] && [ "$count" -gt 0 ]; then
     passed=$((passed + count))
   else
-    failed=$((failed + (count > 0 ? count : 1)))
+    # A crash leaves no summary: the whole group counts as one failure.
+    ((bad > 0)) || bad=1
+    ((count >= bad)) && passed=$((passed + count - bad))
+    failed=$((failed + bad))
     failures+=("$label")
+    while IFS= read -r line; do failures+=("  $line"); done < <(grep -E '^✘ Test [^ ]+\(.*\) (with [0-9]+ test cases )?failed' "$log" | grep -v '^✘ Test run ' | sed -E 's/^✘ Test ([^ ]+).*/\1/')
   fi
   rm -f "$log"
 }

@@ -33,6 +33,16 @@ public struct BuiltinBridges: Hashable, Sendable {
         return try BuiltinBridges(jsonData: data)
     }
 
+    /// A list from bridge lines, one group per transport (for private networks and tests, which
+    /// replace the bundled list with their own bridges).
+    public init(source: String, lines: [BridgeLine]) {
+        self.source = source
+        sourceCommit = nil
+        date = nil
+        recommendedDefault = nil
+        groups = Dictionary(grouping: lines, by: \.transport.rawValue)
+    }
+
     /// Parses a list in the resource's format. Every line must validate; a bad line is an error
     /// naming its group and position (not its content).
     public init(jsonData: Data) throws(BridgeConfigError) {

@@ -31,9 +31,11 @@ public actor TorManager {
     public var currentStatus: TorStatus { status }
 
     /// A stream of status snapshots, starting with the current one. Slow consumers see only the
-    /// latest value.
-    public func statusUpdates() -> AsyncStream<TorStatus> {
-        let (stream, continuation) = AsyncStream.makeStream(of: TorStatus.self, bufferingPolicy: .bufferingNewest(1))
+    /// latest value, unless `everyChange` asks for each snapshot (a recorder of every bootstrap
+    /// milestone; it must keep up, as nothing is dropped).
+    public func statusUpdates(everyChange: Bool = false) -> AsyncStream<TorStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(of: TorStatus.self,
+                                                            bufferingPolicy: everyChange ? .unbounded : .bufferingNewest(1))
         let id = UUID()
         subscribers[id] = continuation
         continuation.yield(status)

@@ -15,7 +15,8 @@ public final class ManagedChildProcess: @unchecked Sendable {
     private let stdoutPipe = Pipe()
     public let lines: AsyncStream<String>
 
-    public init(executable: String, arguments: [String] = [], environment: [String: String]) throws {
+    /// `standardErrorFile`: where the child's stderr goes (a Go panic lands there); discarded when nil.
+    public init(executable: String, arguments: [String] = [], environment: [String: String], standardErrorFile: URL? = nil) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("TOR_PT_") }
@@ -23,7 +24,12 @@ public final class ManagedChildProcess: @unchecked Sendable {
         process.environment = merged
         process.standardInput = stdinPipe
         process.standardOutput = stdoutPipe
-        process.standardError = FileHandle.nullDevice
+        if let standardErrorFile {
+            _ = FileManager.default.createFile(atPath: standardErrorFile.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: standardErrorFile)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         let (stream, continuation) = AsyncStream<String>.makeStream()
         lines = stream
         let handle = stdoutPipe.fileHandleForReading
@@ -94,6 +100,7 @@ public final class ManagedChildProcess: @unchecked Sendable {
 /// Debian's obfs4proxy running as a managed obfs4 SERVER on 127.0.0.1, forwarding to `orPort`.
 public final class Obfs4ProxyServer: @unchecked Sendable {
     public let child: ManagedChildProcess
+    public var process: Process { child.process }
     public let endpoint: TransportEndpoint
     /// The bridge-line arguments from its SMETHOD line (`cert=…;iat-mode=N`).
     public let arguments: TransportArguments
@@ -104,7 +111,8 @@ public final class Obfs4ProxyServer: @unchecked Sendable {
     public init(orPort: UInt16, iatMode: Int) async throws {
         stateDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-obfs4-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: stateDirectory, withIntermediateDirectories: true)
-        child = try ManagedChildProcess(executable: Self.executable, environment: [
+        // Its log (obfs4proxy.log in the state directory) says why it closed a connection.
+        child = try ManagedChildProcess(executable: Self.executable, arguments: ["-enableLogging", "-logLevel", "INFO"], environment: [
             "TOR_PT_MANAGED_TRANSPORT_VER": "1",
             "TOR_PT_SERVER_TRANSPORTS": "obfs4",
             "TOR_PT_SERVER_BINDADDR": "obfs4-127.0.0.1:0",
@@ -112,7 +120,7 @@ public final class Obfs4ProxyServer: @unchecked Sendable {
             "TOR_PT_STATE_LOCATION": stateDirectory.path + "/",
             "TOR_PT_EXIT_ON_STDIN_CLOSE": "1",
             "TOR_PT_SERVER_TRANSPORT_OPTIONS": "obfs4:iat-mode=\(iatMode)",
-        ])
+        ], standardErrorFile: stateDirectory.appendingPathComponent("stderr.txt"))
         let lines = try await child.readLines(until: { $0 == "SMETHODS DONE" || $0.hasPrefix("SMETHOD-ERROR") || $0.hasPrefix("ENV-ERROR") })
         guard let smethod = lines.first(where: { $0.hasPrefix("SMETHOD obfs4 ") }) else {
             child.stop()
@@ -133,6 +141,21 @@ public final class Obfs4ProxyServer: @unchecked Sendable {
     public var bridgeLine: String? {
         try? String(contentsOf: stateDirectory.appendingPathComponent("obfs4_bridgeline.txt"), encoding: .utf8)
             .split(separator: "\n").last { $0.hasPrefix("Bridge obfs4") }.map(String.init)
+    }
+
+    /// What obfs4proxy logged so far (why it closed a connection, for instance), then its stderr.
+    public var log: String {
+        let log = (try? String(contentsOf: stateDirectory.appendingPathComponent("obfs4proxy.log"), encoding: .utf8)) ?? ""
+        let standardError = (try? String(contentsOf: stateDirectory.appendingPathComponent("stderr.txt"), encoding: .utf8)) ?? ""
+        return standardError.isEmpty ? log : log + "\n--- stderr ---\n" + standardError
+    }
+
+    /// obfs4proxy 0.0.14 in iat-mode=2 panics ("BUG: Write(), iat length was 0") when its length
+    /// distribution draws 0 for a write: `frameBuf.Read(iatFrame[:0])` reads nothing. The draw
+    /// can only happen when 0 is among the distribution's values, which depend on the server's
+    /// random seed, so a few percent of fresh iat-mode=2 servers crash on their first long write.
+    public var diedOfParanoidZeroLengthBug: Bool {
+        !process.isRunning && log.contains("BUG: Write(), iat length was 0")
     }
 
     public func stop() {

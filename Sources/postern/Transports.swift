@@ -7,4 +7,11 @@ enum Transports {
     static func registry() throws -> TransportRegistry {
         try TransportRegistry([Obfs4Transport(), SnowflakeTransport()])
     }
+
+    /// The same transports with their waits shortened to `handshakeTimeout`, for health checks
+    /// that must flag a silent bridge quickly (`postern bridges test`).
+    static func registry(handshakeTimeout: Duration) throws -> TransportRegistry {
+        try TransportRegistry([Obfs4Transport(connectTimeout: handshakeTimeout, handshakeTimeout: handshakeTimeout, retryForOldBridges: true),
+                               SnowflakeTransport(proxyPatience: handshakeTimeout * 2, waitsForDataChannel: true)])
+    }
 }

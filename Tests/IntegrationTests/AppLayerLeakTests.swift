@@ -6,36 +6,17 @@ import Testing
 
 /// A packet capture on the namespace's `lo` (dumpcap/tshark, Debian tshark) with a capture filter.
 private final class Capture: @unchecked Sendable {
-    let file: URL
-    private let process = Process()
-    private let log: URL
+    private let dumpcap: Dumpcap
+    var file: URL { dumpcap.file }
 
     init(filter: String, directory: URL) throws {
-        file = directory.appendingPathComponent("capture.pcapng")
-        log = directory.appendingPathComponent("dumpcap.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        // The test process blocks SIGTERM/SIGINT and children inherit the mask: unblock, then exec.
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c",
-                             "import os,signal,sys; signal.pthread_sigmask(signal.SIG_UNBLOCK, signal.valid_signals()); os.execvp(sys.argv[1], sys.argv[1:])",
-                             "dumpcap", "-i", "lo", "-f", filter, "-w", file.path, "-P"]
-        process.standardError = try FileHandle(forWritingTo: log)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        dumpcap = try Dumpcap(capture: ["-i", "lo", "-f", filter], file: directory.appendingPathComponent("capture.pcapng"),
+                              log: directory.appendingPathComponent("dumpcap.log"))
     }
 
-    func waitUntilCapturing() async throws {
-        for _ in 0..<100 {
-            if let text = try? String(contentsOf: log, encoding: .utf8), text.contains("Capturing on") { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        Issue.record("dumpcap did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
-    }
+    func waitUntilCapturing() async throws { try await dumpcap.waitUntilCapturing() }
 
-    func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGINT) }
-        process.waitUntilExit()
-    }
+    func stop() { dumpcap.stop() }
 
     struct Packet {
         let time: Double

@@ -127,3 +127,50 @@ extension TestBedSuite {
         await tor.shutdown()
     }
 }
+
+extension TestBedSuite {
+    /// A Nostr relay reachable only as the test bed's v3 onion service: the in-process tor's onion
+    /// client support makes a `.onion` custom relay actually work (publish, OK, read back).
+    @Test func nostrRelayAsAnOnionService() async throws {
+        let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
+        try bed.setCensor("none")
+        let onionHost = bed["TB_ONION_HOST"]
+        #expect(onionHost.hasSuffix(".onion") && onionHost.count == 62, "test bed env: \(onionHost)")
+        let state = TestBed.temporaryDirectory("onion-relay")
+        defer { try? FileManager.default.removeItem(at: state) }
+        // The relay listens where the onion service forwards its port 80; the test dials only the
+        // .onion name, so the connection goes client → rendezvous point → service.
+        let relayPeer = try PeerProcess(script: "relay_peer.py", arguments: [bed["TB_ONION_TARGET_ADDR"], bed["TB_ONION_TARGET_PORT"],
+                                                                             state.appendingPathComponent("relay").path])
+        defer { relayPeer.stop() }
+        _ = try await relayPeer.port()
+
+        let tor = TorManager()
+        let socks = try SocksEndpoint(port: 39072)
+        try await tor.start(TorConfiguration(dataDirectory: state.appendingPathComponent("tor"), socks: socks, options: try bed.clientOptions()))
+        defer { Task { await tor.shutdown() } }
+        #expect(await tor.awaitReady(timeout: .seconds(90)))
+        let activation = NetworkActivationService(store: try BridgeStore(directory: state.appendingPathComponent("config").path),
+                                                  readiness: tor, socks: socks)
+
+        let relayURL = "ws://\(onionHost)"
+        let manager = NostrRelayManager(activation: activation, relays: [relayURL])
+        let (inbox, inboxTask) = startInbox(manager)
+        defer { inboxTask.cancel() }
+        let started = ContinuousClock.now
+        await manager.connect()
+        let author = NostrKeyPair.generate()
+        let note = try NostrEvent.signed(kind: 1, content: "hello over an onion service", by: author)
+        await manager.publish(note)
+        // A fresh test bed publishes the service's descriptor about a minute after it starts; the
+        // manager's reconnect backoff covers that wait.
+        let ok = await inbox.wait(timeout: 150) { if case .ok(note.id, _, _, _) = $0 { true } else { false } }
+        #expect(ok.map { if case .ok(_, true, _, _) = $0 { true } else { false } } == true, "OK: \(String(describing: ok))")
+        print("onion relay: event accepted \(ContinuousClock.now - started) after connect")
+        await manager.subscribe(id: "onion-readback", filterJSON: "{\"ids\":[\"\(note.id)\"]}")
+        #expect(await inbox.wait(timeout: 30) { if case .event("onion-readback", note, _) = $0 { true } else { false } } != nil)
+        #expect(await inbox.wait(timeout: 30) { $0 == .endOfStoredEvents(subscription: "onion-readback", relay: relayURL) } != nil)
+        await manager.disconnect()
+        await tor.shutdown()
+    }
+}

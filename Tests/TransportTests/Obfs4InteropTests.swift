@@ -18,6 +18,21 @@ import TransportTestSupport
         // POSTERN_OBFS4_INTEROP_MODES=2 runs only the listed modes (for long acceptance-size runs).
         if let modes = ProcessInfo.processInfo.environment["POSTERN_OBFS4_INTEROP_MODES"],
            !modes.split(separator: ",").contains(Substring(String(iatMode))) { return }
+        // A fresh server only when obfs4proxy died of its own iat-mode=2 bug (see
+        // Obfs4ProxyServer.diedOfParanoidZeroLengthBug); any other failure fails the test.
+        for attempt in 1...3 {
+            switch try await transferThroughFreshServer(iatMode: iatMode) {
+            case .completed: return
+            case .serverHitUpstreamBug:
+                print("interop iat-mode=\(iatMode): obfs4proxy panicked on a zero-length paranoid write (attempt \(attempt)); new server")
+            }
+        }
+        Issue.record("obfs4proxy died of its zero-length paranoid-write bug three times in a row")
+    }
+
+    enum TransferOutcome { case completed, serverHitUpstreamBug }
+
+    func transferThroughFreshServer(iatMode: Int) async throws -> TransferOutcome {
         let echo = try LoopbackPeer(.echo)
         defer { echo.stop() }
         let server = try await Obfs4ProxyServer(orPort: echo.port, iatMode: iatMode)
@@ -45,16 +60,25 @@ import TransportTestSupport
         }()
         var received: [UInt8] = []
         received.reserveCapacity(size)
-        while received.count < size {
-            let chunk = try await connection.read(maximumCount: 65536)
-            if chunk.isEmpty { break }
-            received += chunk
+        do {
+            while received.count < size {
+                let chunk = try await connection.read(maximumCount: 65536)
+                if chunk.isEmpty { break }
+                received += chunk
+            }
+            try await sending
+        } catch {
+            // Give a crashing server a moment to be reaped before asking how it died.
+            for _ in 0..<20 where server.process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+            if server.diedOfParanoidZeroLengthBug { return .serverHitUpstreamBug }
+            Issue.record("after \(received.count) of \(size) bytes: \(error)\nobfs4proxy's log:\n\(server.log)")
+            throw error
         }
-        try await sending
         let elapsed = ContinuousClock.now - started
         #expect(received.count == size)
         #expect(received == payload)
         print("interop iat-mode=\(iatMode): \(size) bytes each way in \(elapsed)")
+        return .completed
     }
 }
 

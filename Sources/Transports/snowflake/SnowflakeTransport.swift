@@ -23,12 +23,17 @@ public struct SnowflakeTransport: PluggableTransport {
     public var proxyPatience: Duration
     /// CA bundle for an https broker; nil uses OpenSSL's default trust store.
     public var caFile: String?
+    /// False (the default, as the reference client): `dial` returns at once and the rendezvous
+    /// runs behind the stream. True: `dial` returns when the first data channel is open and
+    /// throws when it cannot be had (health checks that must tell a dead broker).
+    public var waitsForDataChannel: Bool
 
     public init(redialLimit: Duration = SnowflakeSession.defaultRedialLimit, proxyPatience: Duration = .seconds(60),
-                caFile: String? = nil) {
+                caFile: String? = nil, waitsForDataChannel: Bool = false) {
         self.redialLimit = redialLimit
         self.proxyPatience = proxyPatience
         self.caFile = caFile
+        self.waitsForDataChannel = waitsForDataChannel
     }
 
     public func configuration(from arguments: TransportArguments) throws(TransportError) -> SnowflakeOptions {
@@ -90,17 +95,27 @@ public struct SnowflakeTransport: PluggableTransport {
         // Granted at once, as the reference client does (spec section 2): tor starts its TLS
         // handshake while the rendezvous runs, and the session sends it when the data channel is
         // open. A failed first rendezvous ends the stream with the error.
-        Task {
+        let opening = Task {
             do {
                 try await session.start(dialer: { try await dialer.dial() }, redialLimit: redialLimit, spares: spares)
                 let elapsed = ContinuousClock.now - started
                 events.emit(TransportEvent(kind: .connected, severity: .info, transport: name,
                                            message: "data channel open in \(elapsed.formatted(.units(allowed: [.milliseconds])))"))
+                return nil as TransportError?
             } catch {
                 let failure = TransportError(snowflake: error)
                 events.emit(TransportEvent(kind: .dialFailed, severity: .warning, transport: name, message: failure.description))
                 await session.fail(failure)
+                return failure
             }
+        }
+        if waitsForDataChannel {
+            let failure = await withTaskCancellationHandler {
+                await opening.value
+            } onCancel: {
+                Task { await session.close() }
+            }
+            if let failure { throw failure }
         }
         return SnowflakeConnection(session: session)
     }

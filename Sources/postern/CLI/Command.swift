@@ -96,6 +96,9 @@ enum Dispatcher {
         }
         while let next = rest.first, !next.hasPrefix("-"), !command.subcommands.isEmpty {
             guard let sub = command.subcommands.first(where: { $0.name == next }) else {
+                // A command that runs itself with arguments (its synopsis names them) and also has
+                // subcommands (`ab ROUTE...` and `ab history`) takes other words as its arguments.
+                if command.run != nil && !command.synopsis.isEmpty { break }
                 output.error("\(path): unknown command '\(next)'")
                 output.error("Run '\(path) --help' for the list of commands.")
                 return 64

@@ -5,9 +5,11 @@ import Synchronization
 final class Output: Sendable {
     private let lock = Mutex(())
     let isTerminal: Bool
+    let errorIsTerminal: Bool
 
     init() {
         isTerminal = isatty(STDOUT_FILENO) == 1
+        errorIsTerminal = isatty(STDERR_FILENO) == 1
     }
 
     func print(_ text: String, terminator: String = "\n") {
@@ -30,6 +32,17 @@ final class Output: Sendable {
     /// Ends a status line so the next output starts on a fresh line.
     func endStatus() {
         if isTerminal { write("\n", to: STDOUT_FILENO) }
+    }
+
+    /// Rewrites the current line of standard error (a live view that leaves stdout to results);
+    /// nothing when standard error is not a terminal.
+    func progress(_ text: String) {
+        if errorIsTerminal { write("\r\u{1B}[2K" + text, to: STDERR_FILENO) }
+    }
+
+    /// Clears the live view's line.
+    func endProgress() {
+        if errorIsTerminal { write("\r\u{1B}[2K", to: STDERR_FILENO) }
     }
 
     func json(_ value: some Encodable) throws {

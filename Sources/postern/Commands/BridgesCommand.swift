@@ -11,7 +11,7 @@ extension Command {
         cert replaced by [scrubbed]; --unsafe-logging shows full lines.
         """,
         subcommands: [.bridgesAdd, .bridgesImport, .bridgesList, .bridgesRemove, .bridgesEnable, .bridgesDisable,
-                      .bridgesExport, .bridgesBuiltin])
+                      .bridgesExport, .bridgesBuiltin, .bridgesTest])
 
     static let pasteOptions: [OptionSpec] = [
         .flag("dry-run", "check and report every line without storing anything"),

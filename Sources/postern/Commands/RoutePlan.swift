@@ -18,8 +18,10 @@ struct RoutePlan: Equatable {
     /// - Parameters:
     ///   - overrideBridges: `--bridge` lines for this run, which replace the stored selection.
     ///   - overrideTransport: `--transport` for this run, which replaces the stored selection.
+    ///   - builtins: the built-in bridges (bundled, or a private network's own list).
     static func make(configuration: BridgeConfiguration, overrideBridges: [BridgeLine],
-                     overrideTransport: TransportSelection?, pluginPorts: [TransportName: UInt16]) throws -> RoutePlan {
+                     overrideTransport: TransportSelection?, pluginPorts: [TransportName: UInt16],
+                     builtins: BuiltinBridges? = try? BuiltinBridges.bundled()) throws -> RoutePlan {
         var notes: [String] = []
         var bridges: [BridgeLine]
         var label: String
@@ -30,8 +32,7 @@ struct RoutePlan: Equatable {
         } else if selection == .direct {
             return RoutePlan(route: "direct", options: [], transports: [], notes: notes)
         } else if let transport = selection.transport {
-            let chosen = BridgeSelection(configuration: configuration, transports: [transport],
-                                         builtins: try? BuiltinBridges.bundled())
+            let chosen = BridgeSelection(configuration: configuration, transports: [transport], builtins: builtins)
             bridges = chosen.lines
             label = "\(transport)"
             if chosen.transportsUsingBuiltins.contains(transport) {
@@ -42,7 +43,8 @@ struct RoutePlan: Equatable {
                 throw CommandFailure("the transport is set to \(transport) but there are no enabled \(transport) bridges; add one with 'postern bridges add' or choose another with 'postern transport use'")
             }
         } else {
-            // auto: the stored, enabled bridges when there are any, else direct.
+            // auto without connection assist (RunSession uses ConnectionAssistant for auto): the
+            // stored, enabled bridges when there are any, else direct.
             bridges = configuration.enabledBridges().map(\.line)
             if bridges.isEmpty {
                 return RoutePlan(route: "direct", options: [], transports: [],
@@ -50,6 +52,13 @@ struct RoutePlan: Equatable {
             }
             label = Set(bridges.map(\.transport.rawValue)).sorted().joined(separator: ", ")
         }
+        return try Self.bridges(bridges, label: label, notes: notes, pluginPorts: pluginPorts)
+    }
+
+    /// A plan that uses exactly `bridges` (one connection assist route, or a fixed selection).
+    static func bridges(_ bridges: [BridgeLine], label: String, notes: [String] = [],
+                        pluginPorts: [TransportName: UInt16]) throws -> RoutePlan {
+        var notes = notes
         let rendered: TorBridgeConfiguration
         do {
             rendered = try TorBridgeConfiguration(bridges: bridges)
@@ -63,8 +72,8 @@ struct RoutePlan: Equatable {
             let parts = line.split(separator: " ", maxSplits: 1)
             options.append(try TorOption(String(parts[0]), parts.count > 1 ? String(parts[1]) : ""))
         }
-        return RoutePlan(route: "bridges (\(label))", options: options, transports: rendered.transportsNeedingPlugin,
-                         notes: notes)
+        return RoutePlan(route: label.hasPrefix("bridges (") ? label : "bridges (\(label))", options: options,
+                         transports: rendered.transportsNeedingPlugin, notes: notes)
     }
 
     /// Lets a plan be made before listeners exist (to learn which transports it needs).

@@ -12,6 +12,10 @@ extension Command {
         SIGTERM. Apps waiting on the SOCKS port before tor is ready wait; nothing goes around tor.
         Bridges and the transport come from the settings store ('postern bridges', 'postern transport');
         changes made while it runs are applied to the running tor without a restart (also on SIGHUP).
+        With the transport auto (the default), connection assist tries direct, your obfs4 bridges, the
+        built-in obfs4 bridges, snowflake and any other transport with bridges, the route that worked
+        last time first; each route has a ceiling and a no-progress window (defaults direct 45/30,
+        obfs4 120/90, snowflake 300/120 s; 'postern transport limits' or --route-timeout change them).
         """,
         options: [
             .value("socks", "[HOST:]PORT", "SOCKS5 listener, loopback only (default 127.0.0.1:39050)"),
@@ -19,10 +23,31 @@ extension Command {
             .value("bridge", "LINE", repeatable: true, "use this bridge line for this run only (instead of the stored ones)"),
             .value("transport", "NAME", "route for this run only: auto, direct or a transport name (default: the stored setting)"),
             .value("tor-options-file", "FILE", "extra tor options, one 'Key value' a line (private test networks)"),
-            .value("stall-timeout", "SECONDS", "bootstrap deadline before a stall is reported (default 75)"),
+            .value("stall-timeout", "SECONDS", "bootstrap deadline before a stall is reported (default 75); with auto, caps every route's ceiling"),
+            .value("route-timeout", "KIND=CEILING/WINDOW", repeatable: true,
+                   "auto: seconds a route may take in all and without progress, KIND direct or a transport (e.g. direct=45/30)"),
+            .value("builtin-bridges", "FILE", "use these bridge lines (or a JSON list) as the built-in bridges (private test networks)"),
             .flag("json", "print each status change as a JSON line instead of a progress bar"),
+            .value("events-json", "FILE", "append timestamped events (milestones, first byte, ready, stall) as JSON lines (docs/AB-TRIALS.md)"),
         ],
         run: { invocation in try await RunSession(invocation).run() })
+}
+
+/// What the run has published so far, shared by the status reporter and connection assist.
+final class RunState: Sendable {
+    struct Values {
+        var route: String
+        var assist: AssistSnapshot?
+        var phases: [RunStatusRecord.PhaseTiming] = []
+        /// Set when the run ends: late updates no longer rewrite the (removed) status file.
+        var closed = false
+    }
+    let values: Mutex<Values>
+    init(route: String) { values = Mutex(Values(route: route)) }
+}
+
+extension SettingsSource.Mode {
+    var fixedPlan: RoutePlan? { if case .fixed(let plan) = self { plan } else { nil } }
 }
 
 /// One foreground run: owns the manager, renders progress, publishes status, handles signals.
@@ -39,35 +64,76 @@ final class RunSession: Sendable {
         }
         let output = invocation.output
         let paths = invocation.paths
+        let eventLog = try arguments.value("events-json").map { try RunEventLog(path: $0) }
         let transportHost = TransportHost(registry: try Transports.registry(), events: TransportEventSink { event in
-            // Transport events carry no addresses or certs; problems are worth a line.
-            if event.severity == .error || event.severity == .warning {
+            eventLog?.transport(event)
+            // Transport events carry no addresses or certs; problems are worth a line. A dial cut
+            // short because its listener was stopped (connection assist moving on) is not one.
+            let cutShort = event.kind == .dialFailed && event.message.hasSuffix("the operation was cancelled")
+            if (event.severity == .error || event.severity == .warning) && !cutShort {
                 output.error("transport: \(event)")
             }
         })
         let settings = try SettingsSource(invocation, transports: transportHost)
-        var plan = try settings.plan()
-        let configuration = try makeConfiguration(plan: plan)
-        let route = plan.route
-        for note in plan.notes { output.print("note: \(note)") }
+        var mode = try settings.mode()
+        var configuration = try makeConfiguration(plan: mode.fixedPlan)
+        if case .assist = mode {
+            // Connection assist owns stall reporting (per route); tor starts off the network and
+            // the first route switches it on.
+            configuration.bootstrapDeadline = .seconds(30 * 86_400)
+            configuration.options.append(AssistRunner.networkOff)
+        }
+        if case .fixed(let plan) = mode {
+            for note in plan.notes { output.print("note: \(note)") }
+        }
+        let state = RunState(route: mode.fixedPlan?.route ?? "connection assist")
+        eventLog?.started(route: mode.fixedPlan?.route ?? "auto")
+        let everyStatus = eventLog == nil ? nil : await manager.statusUpdates(everyChange: true)
+        let eventRecorder = Task {
+            guard let eventLog, let everyStatus else { return }
+            for await status in everyStatus { eventLog.observe(status) }
+        }
+        let socks = configuration.socks
+        @Sendable func publish(_ status: TorStatus) -> RunStatusRecord {
+            state.values.withLock {
+                let record = RunStatusRecord(pid: getpid(), status: status, socks: socks, route: $0.route,
+                                             phases: $0.phases, assist: $0.assist)
+                // Written under the lock so that no write can follow the removal at the end.
+                if !$0.closed { try? record.write(to: paths.runStatusFile) }
+                return record
+            }
+        }
+        let json = invocation.json
+        let assist = AssistRunner(manager: manager, settings: settings, output: output, json: json) { [manager] snapshot in
+            state.values.withLock {
+                $0.assist = snapshot
+                if let route = snapshot.route { $0.route = route }
+            }
+            Task {
+                let record = publish(await manager.currentStatus)
+                if json {
+                    output.print(String(decoding: (try? RunStatusRecord.encoder().encode(record)) ?? Data(), as: UTF8.self))
+                }
+            }
+        }
 
         let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
         let started = ContinuousClock.now
         let updates = await manager.statusUpdates()
-        let reporter = Task { [invocation] in
-            var phases: [RunStatusRecord.PhaseTiming] = []
+        let reporter = Task { [invocation, configuration] in
             var lastKey = ""
             var announcedReady = false
             var announcedStall = false
             for await status in updates {
                 let seconds = (ContinuousClock.now - started).seconds
-                if !status.bootstrapTag.isEmpty, status.bootstrapProgress > (phases.last?.progress ?? -1) {
-                    phases.append(.init(progress: status.bootstrapProgress, tag: status.bootstrapTag,
-                                        summary: status.bootstrapSummary, seconds: seconds))
+                let phases = state.values.withLock { values in
+                    if !status.bootstrapTag.isEmpty, status.bootstrapProgress > (values.phases.last?.progress ?? -1) {
+                        values.phases.append(.init(progress: status.bootstrapProgress, tag: status.bootstrapTag,
+                                                   summary: status.bootstrapSummary, seconds: seconds))
+                    }
+                    return values.phases
                 }
-                let record = RunStatusRecord(pid: getpid(), status: status, socks: configuration.socks, route: route,
-                                             phases: phases)
-                try? record.write(to: paths.runStatusFile)
+                let record = publish(status)
                 let key = "\(status.state.name)|\(status.bootstrapProgress)|\(status.bootstrapDidStall)"
                 guard key != lastKey else { continue }
                 lastKey = key
@@ -80,7 +146,7 @@ final class RunSession: Sendable {
                         announcedReady = true
                         output.status(ProgressBar.render(status))
                         output.endStatus()
-                        output.print("ready: socks5 \(configuration.socks) (route: \(route), \(String(format: "%.1f", seconds)) s)")
+                        output.print("ready: socks5 \(configuration.socks) (route: \(record.route), \(String(format: "%.1f", seconds)) s)")
                         output.print(PhaseReport.render(phases))
                     }
                 } else if status.bootstrapDidStall {
@@ -106,9 +172,13 @@ final class RunSession: Sendable {
             try await manager.start(configuration)
         } catch {
             reporter.cancel()
+            eventRecorder.cancel()
+            eventLog?.observe(await manager.currentStatus)
+            eventLog?.stopped()
             try? FileManager.default.removeItem(at: paths.runStatusFile)
             throw CommandFailure("tor did not start: \(error)")
         }
+        if case .assist(let plan) = mode { await assist.start(plan) }
 
         // Settings changed by another postern process (or SIGHUP) reach the running tor by SETCONF.
         let hangups = SignalWaiter(signals: [SIGHUP])
@@ -122,15 +192,31 @@ final class RunSession: Sendable {
                 guard hangup || stamp != lastStamp else { continue }
                 lastStamp = stamp
                 do {
-                    let newPlan = try settings.plan()
-                    guard newPlan != plan else { continue }
-                    try await manager.reconfigure(newPlan.options, resetting: RoutePlan.managedKeys)
-                    plan = newPlan
-                    if !invocation.json {
-                        output.endStatus()
-                        output.print("settings changed: now \(newPlan.route); applied to the running tor without a restart")
-                        for note in newPlan.notes { output.print("note: \(note)") }
+                    let newMode = try settings.mode()
+                    guard newMode != mode else { continue }
+                    switch (mode, newMode) {
+                    case (.assist, .assist(let plan)):
+                        await assist.replace(plan)
+                    case (.fixed, .assist(let plan)):
+                        if !invocation.json {
+                            output.endStatus()
+                            output.print("settings changed: now connection assist; applied to the running tor without a restart")
+                        }
+                        await assist.start(plan)
+                    case (_, .fixed(let newPlan)):
+                        if case .assist = mode { await assist.stop() }
+                        try await manager.reconfigure(newPlan.options, resetting: AssistRunner.managedKeys)
+                        state.values.withLock {
+                            $0.route = newPlan.route
+                            $0.assist = nil
+                        }
+                        if !invocation.json {
+                            output.endStatus()
+                            output.print("settings changed: now \(newPlan.route); applied to the running tor without a restart")
+                            for note in newPlan.notes { output.print("note: \(note)") }
+                        }
                     }
+                    mode = newMode
                 } catch {
                     output.endStatus()
                     output.error("postern run: settings not applied: \(error)")
@@ -151,17 +237,23 @@ final class RunSession: Sendable {
         }
         watcher.cancel()
         _ = await watcher.value
+        await assist.stop()
         if !invocation.json { output.endStatus() }
         if !failed && !invocation.json { output.print("stopping tor…") }
         await manager.shutdown()
         await transportHost.stopAll()
         reporter.cancel()
-        try? FileManager.default.removeItem(at: paths.runStatusFile)
+        eventRecorder.cancel()
+        eventLog?.stopped()
+        state.values.withLock { values in
+            values.closed = true
+            try? FileManager.default.removeItem(at: paths.runStatusFile)
+        }
         if !failed && !invocation.json { output.print("stopped") }
         return failed ? 1 : 0
     }
 
-    private func makeConfiguration(plan: RoutePlan) throws -> TorConfiguration {
+    private func makeConfiguration(plan: RoutePlan?) throws -> TorConfiguration {
         let arguments = invocation.arguments
         do {
             let socks = try arguments.value("socks").map { try SocksEndpoint(parsing: $0) } ?? .default
@@ -179,7 +271,7 @@ final class RunSession: Sendable {
                 }
                 options += try TorOption.parseLines(text)
             }
-            options += plan.options
+            options += plan?.options ?? []
             let dataDirectory = arguments.value("data-dir").map { URL(fileURLWithPath: $0) } ?? invocation.paths.torDataDirectory
             var configuration = TorConfiguration(dataDirectory: dataDirectory, socks: socks, bootstrapDeadline: deadline,
                                                  options: options)

@@ -24,21 +24,26 @@ struct RunStatusRecord: Codable, Sendable {
     var route: String
     var lastError: String?
     var phases: [PhaseTiming]
+    /// With `--transport auto`: which route connection assist is trying and why it left the others.
+    var assist: AssistSnapshot?
     var updatedAt: Date
 
-    init(pid: Int32, status: TorStatus, socks: SocksEndpoint, route: String, phases: [PhaseTiming]) {
+    init(pid: Int32, status: TorStatus, socks: SocksEndpoint, route: String, phases: [PhaseTiming],
+         assist: AssistSnapshot? = nil) {
         self.pid = pid
         state = status.state.name
         bootstrapProgress = status.bootstrapProgress
         bootstrapTag = status.bootstrapTag
         bootstrapSummary = status.bootstrapSummary
         bootstrapWarning = status.bootstrapWarning
-        bootstrapDidStall = status.bootstrapDidStall
+        // Under connection assist a stall means every route failed.
+        bootstrapDidStall = assist?.allFailed ?? status.bootstrapDidStall
         isReady = status.isReady
         self.socks = socks.description
         self.route = route
         lastError = status.lastError?.message
         self.phases = phases
+        self.assist = assist
         updatedAt = Date()
     }
 

@@ -2,7 +2,8 @@ import BridgeConfig
 import Foundation
 import PosternCore
 
-/// The settings a run follows: the store, plus this run's `--bridge` and `--transport` overrides.
+/// The settings a run follows: the store, plus this run's `--bridge` and `--transport` overrides,
+/// the built-in bridges and connection assist's limits.
 struct SettingsSource: Sendable {
     let store: BridgeStore
     let overrideBridges: [BridgeLine]
@@ -10,10 +11,51 @@ struct SettingsSource: Sendable {
     let logging: LoggingPolicy
     /// Runs the in-process listeners of the transports the plan uses.
     let transports: TransportHost
+    /// The built-in bridges: `--builtin-bridges FILE`, else the bundled list, else none. A private
+    /// network (DirAuthority or TestingTorNetwork in `--tor-options-file`) gets none unless named:
+    /// Tor Browser's public bridges cannot reach it, and tests must never dial them.
+    let builtins: BuiltinBridges?
+    /// Connection assist's limits: the settings file, then `--route-timeout`, capped by
+    /// `--stall-timeout` when given.
+    let limits: RouteLimitTable
+    /// Where the last good route is remembered.
+    let stateDirectory: URL
 
     init(_ invocation: Invocation, transports: TransportHost) throws {
         self.transports = transports
         logging = invocation.unsafeLogging ? .unsafe : .safe
+        stateDirectory = invocation.paths.stateDirectory
+        let arguments = invocation.arguments
+        if let file = arguments.value("builtin-bridges") {
+            builtins = try Self.readBuiltins(file, invocation: invocation)
+        } else if let file = arguments.value("tor-options-file"),
+                  let options = try? TorOption.parseLines(String(contentsOfFile: file, encoding: .utf8)),
+                  options.contains(where: { ["DirAuthority", "AlternateDirAuthority", "TestingTorNetwork"].contains($0.key) }) {
+            builtins = nil
+        } else {
+            builtins = try? BuiltinBridges.bundled()
+        }
+        var limits: RouteLimitTable
+        do {
+            limits = try AssistFiles.readLimits(in: invocation.paths.configDirectory)
+        } catch {
+            throw CommandFailure(error.message)
+        }
+        for text in arguments.all("route-timeout") {
+            guard let equals = text.firstIndex(of: "=") else {
+                throw invocation.usageError("--route-timeout needs KIND=CEILING/WINDOW (e.g. direct=45/30), not '\(text)'")
+            }
+            do {
+                let kind = try RouteLimitTable.kind(validating: String(text[..<equals]))
+                limits.set(try RouteLimits(parsing: String(text[text.index(after: equals)...])), forKind: kind)
+            } catch {
+                throw invocation.usageError("--route-timeout \(text): \(error.message)")
+            }
+        }
+        if let text = arguments.value("stall-timeout"), let seconds = Double(text), seconds > 0 {
+            limits.ceilingCap = .milliseconds(Int64(seconds * 1000))
+        }
+        self.limits = limits
         do {
             store = try BridgeStore(directory: invocation.arguments.value("config-dir"))
         } catch {
@@ -51,7 +93,7 @@ struct SettingsSource: Sendable {
         // First learn which transports the bridges need, then start (only) those listeners and
         // render their ports into the ClientTransportPlugin lines.
         let draft = try RoutePlan.make(configuration: configuration, overrideBridges: overrideBridges,
-                                       overrideTransport: overrideTransport, pluginPorts: [:])
+                                       overrideTransport: overrideTransport, pluginPorts: [:], builtins: builtins)
         let ports: [String: UInt16]
         do {
             ports = try transports.ensure(draft.transports.map(\.rawValue))
@@ -64,7 +106,82 @@ struct SettingsSource: Sendable {
             if let transport = TransportName(name) { named[transport] = port }
         }
         return try RoutePlan.make(configuration: configuration, overrideBridges: overrideBridges,
-                                  overrideTransport: overrideTransport, pluginPorts: named)
+                                  overrideTransport: overrideTransport, pluginPorts: named, builtins: builtins)
+    }
+
+    /// How the run reaches tor under the current settings.
+    enum Mode: Equatable {
+        /// `auto`: connection assist tries these routes in order.
+        case assist(AssistRoutePlan)
+        /// direct or one transport.
+        case fixed(RoutePlan)
+    }
+
+    func mode() throws -> Mode {
+        let configuration = try load()
+        guard configuration.torEnabled else {
+            throw CommandFailure("Tor is turned off in the settings ('postern tor on' turns it back on); not starting")
+        }
+        guard (overrideTransport ?? configuration.transport) == .auto else { return .fixed(try plan()) }
+        var available = Set(transports.availableTransports.compactMap(TransportName.init))
+        available.insert(.vanilla)
+        let lastGood = AssistFiles.readLastGoodRoute(in: stateDirectory)
+        if !overrideBridges.isEmpty {
+            // --bridge: exactly these bridges, by transport; no direct attempt, no built-ins.
+            return .assist(AssistRoutePlan(yours: overrideBridges, yoursOrigin: .commandLine, builtins: [:],
+                                           available: available, limits: limits, lastGood: lastGood, includeDirect: false))
+        }
+        var builtinLines: [TransportName: [BridgeLine]] = [:]
+        if let builtins {
+            for transport in builtins.transports { builtinLines[transport] = builtins.lines(for: transport) }
+        }
+        return .assist(AssistRoutePlan(yours: configuration.enabledBridges().map(\.line),
+                                       custom: configuration.bridges.map(\.line), builtins: builtinLines,
+                                       available: available, limits: limits, lastGood: lastGood))
+    }
+
+    /// The tor options for one connection assist route, starting the listener its transport needs
+    /// (and stopping the others).
+    func plan(for route: AssistRoute) throws -> RoutePlan {
+        guard let transport = route.transport else {
+            _ = try? transports.ensure([])
+            return RoutePlan(route: route.label, options: [], transports: [], notes: [])
+        }
+        var ports: [TransportName: UInt16] = [:]
+        if !transport.isVanilla {
+            do {
+                let started = try transports.ensure([transport.rawValue])
+                ports[transport] = started[transport.rawValue]
+            } catch {
+                throw CommandFailure(error.message)
+            }
+        } else {
+            _ = try? transports.ensure([])
+        }
+        return try RoutePlan.bridges(route.bridges, label: route.label, pluginPorts: ports)
+    }
+
+    private static func readBuiltins(_ file: String, invocation: Invocation) throws -> BuiltinBridges {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw invocation.usageError("cannot read --builtin-bridges '\(file)'")
+        }
+        if data.first(where: { !$0.isWhitespaceByte }) == UInt8(ascii: "{") {
+            do { return try BuiltinBridges(jsonData: data) } catch {
+                throw invocation.usageError("--builtin-bridges '\(file)': \(error.message)")
+            }
+        }
+        var lines: [BridgeLine] = []
+        for (index, raw) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var text = raw.trimmingCharacters(in: .whitespaces)
+            if text.isEmpty || text.hasPrefix("#") { continue }
+            if text.hasPrefix("Bridge ") { text = String(text.dropFirst("Bridge ".count)) }
+            do {
+                lines.append(try BridgeLine.parse(text, logging: .safe).line)
+            } catch {
+                throw invocation.usageError("--builtin-bridges '\(file)' line \(index + 1): \(error.message)")
+            }
+        }
+        return BuiltinBridges(source: file, lines: lines)
     }
 
     /// Changes whenever the store file is replaced (its writes are atomic renames).
@@ -73,4 +190,8 @@ struct SettingsSource: Sendable {
         guard stat(store.filePath, &info) == 0 else { return "absent" }
         return "\(info.st_ino)-\(info.st_mtim.tv_sec)-\(info.st_mtim.tv_nsec)-\(info.st_size)"
     }
+}
+
+private extension UInt8 {
+    var isWhitespaceByte: Bool { self == 0x20 || self == 0x09 || self == 0x0A || self == 0x0D }
 }

@@ -1,16 +1,19 @@
 import BridgeConfig
 import Foundation
+import PosternCore
 
 extension Command {
     static let transport = Command(
         name: "transport",
         summary: "Show or choose how Postern reaches Tor (auto, direct, obfs4, snowflake, ...)",
         details: """
-        Without a command, shows the current choice. auto: Postern picks; direct: no bridges;
-        a transport name: use your enabled bridges of that transport, or the built-in ones.
+        Without a command, shows the current choice. auto: connection assist tries direct, your obfs4
+        bridges, the built-in obfs4 bridges, snowflake and other transports in turn, the route that
+        worked last time first; direct: no bridges; a transport name: use your enabled bridges of that
+        transport, or the built-in ones.
         """,
         options: [.flag("json", "print the choice as JSON")],
-        subcommands: [.transportUse],
+        subcommands: [.transportUse, .transportLimits],
         run: { invocation in
             try invocation.requireNoPositionals()
             let configuration = try invocation.bridgeStore().load()
@@ -21,8 +24,11 @@ extension Command {
                 try invocation.output.json(Shown(transport: selection.rawValue, known: isKnown(selection),
                                                  enabledBridges: enabled, torEnabled: configuration.torEnabled))
             } else {
-                invocation.output.print(describe(selection, configuration: configuration,
-                                                 policy: invocation.loggingPolicy).joined(separator: "\n"))
+                var lines = describe(selection, configuration: configuration, policy: invocation.loggingPolicy)
+                if selection == .auto, let last = AssistFiles.readLastGoodRoute(in: invocation.paths.stateDirectory) {
+                    lines.append("last good route: \(last) (tried first)")
+                }
+                invocation.output.print(lines.joined(separator: "\n"))
             }
             return 0
         })
@@ -66,7 +72,7 @@ extension Command {
         var lines = ["transport: \(selection.transport?.description(policy: policy) ?? selection.rawValue)"]
         switch selection {
         case .auto:
-            lines.append("Postern picks a transport and the bridges for it.")
+            lines.append("Connection assist: Postern tries direct, your obfs4 bridges, the built-in obfs4 bridges, snowflake and other transports in turn, the one that worked last time first ('postern transport limits' shows how long each gets).")
         case .direct:
             lines.append("Tor connects without bridges (visible to a censor as Tor traffic).")
         default:

@@ -1,0 +1,118 @@
+import Foundation
+
+/// Connection assist's two small files, both written atomically with mode 0600 (a temporary file
+/// in the same directory, fsynced, then renamed over the old one):
+///
+/// - `last-route.json` in the state directory: the key of the route that last reached 100%
+///   (`{"version":1,"route":"obfs4:yours","at":"2026-11-29T15:00:00Z"}`). No bridge data.
+/// - `connection-assist.json` in the settings directory: per-kind limits
+///   (`{"version":1,"limits":{"direct":"45/30","snowflake":"300/120"}}`).
+public enum AssistFiles {
+    public static let lastRouteFileName = "last-route.json"
+    public static let settingsFileName = "connection-assist.json"
+
+    private struct LastRoute: Codable {
+        var version: Int
+        var route: String
+        var at: Date
+    }
+
+    private struct Settings: Codable {
+        var version: Int
+        var limits: [String: String]
+    }
+
+    /// The remembered route key, or nil when there is none (or the file is unreadable: assist then
+    /// simply uses the default order).
+    public static func readLastGoodRoute(in stateDirectory: URL) -> String? {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        guard let data = try? Data(contentsOf: stateDirectory.appendingPathComponent(lastRouteFileName)),
+              let file = try? decoder.decode(LastRoute.self, from: data), file.version == 1 else { return nil }
+        return file.route
+    }
+
+    public static func writeLastGoodRoute(_ key: String, in stateDirectory: URL, at date: Date = Date()) throws(TorCoreError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        guard let data = try? encoder.encode(LastRoute(version: 1, route: key, at: date)) else {
+            throw TorCoreError(.filesystem, "cannot encode the last good route")
+        }
+        try writeAtomically(data + Data("\n".utf8), to: stateDirectory.appendingPathComponent(lastRouteFileName))
+    }
+
+    /// The limits stored in the settings directory; an absent file is no overrides.
+    public static func readLimits(in configDirectory: URL) throws(TorCoreError) -> RouteLimitTable {
+        let file = configDirectory.appendingPathComponent(settingsFileName)
+        guard FileManager.default.fileExists(atPath: file.path) else { return RouteLimitTable() }
+        guard let data = try? Data(contentsOf: file), let settings = try? JSONDecoder().decode(Settings.self, from: data),
+              settings.version == 1 else {
+            throw TorCoreError(.invalidConfiguration, "\(file.path) is not a valid connection assist settings file; move it aside to start afresh")
+        }
+        var table = RouteLimitTable()
+        for (kind, text) in settings.limits.sorted(by: { $0.key < $1.key }) {
+            do {
+                table.set(try RouteLimits(parsing: text), forKind: try RouteLimitTable.kind(validating: kind))
+            } catch {
+                throw TorCoreError(.invalidConfiguration, "\(file.path): \(kind): \(error.message)")
+            }
+        }
+        return table
+    }
+
+    public static func writeLimits(_ table: RouteLimitTable, in configDirectory: URL) throws(TorCoreError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        let settings = Settings(version: 1, limits: table.overrides.mapValues(\.description))
+        guard let data = try? encoder.encode(settings) else {
+            throw TorCoreError(.filesystem, "cannot encode the connection assist settings")
+        }
+        try writeAtomically(data + Data("\n".utf8), to: configDirectory.appendingPathComponent(settingsFileName))
+    }
+
+    /// Temporary file (0600) in the same directory, fsync, rename, fsync the directory.
+    static func writeAtomically(_ data: Data, to file: URL) throws(TorCoreError) {
+        let directory = file.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw TorCoreError(.filesystem, "cannot create \(directory.path): \(error.localizedDescription)")
+        }
+        let temporary = directory.appendingPathComponent(".\(file.lastPathComponent).\(getpid()).tmp")
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw TorCoreError(.filesystem, "cannot write \(temporary.path): \(String(cString: strerror(errno)))")
+        }
+        var failure: String?
+        data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    failure = String(cString: strerror(errno))
+                    return
+                }
+                offset += written
+            }
+        }
+        if failure == nil, fsync(descriptor) != 0 { failure = String(cString: strerror(errno)) }
+        close(descriptor)
+        if let failure {
+            unlink(temporary.path)
+            throw TorCoreError(.filesystem, "cannot write \(temporary.path): \(failure)")
+        }
+        guard rename(temporary.path, file.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary.path)
+            throw TorCoreError(.filesystem, "cannot replace \(file.path): \(reason)")
+        }
+        let directoryDescriptor = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryDescriptor >= 0 {
+            fsync(directoryDescriptor)
+            close(directoryDescriptor)
+        }
+    }
+}

@@ -1,0 +1,307 @@
+import BridgeConfig
+import Foundation
+import TrialAnalysis
+
+extension Command {
+    static let ab = Command(
+        name: "ab",
+        summary: "A/B trials: compare routes into Tor (transports, direct) on this network",
+        synopsis: "ROUTE ROUTE... [--trials N] [--parallel K]",
+        details: """
+        A route is 'direct', 'vanilla' or a transport name (obfs4, snowflake, ...) using your enabled
+        bridges of that transport, or the built-in ones when you have none. Each trial is a child
+        'postern run' with a fresh data directory and its own SOCKS port; trials are interleaved
+        (A B A B ...) or shuffled with --seed, at most --parallel at a time. Per trial: time to the
+        first byte from the bridge or proxy, every bootstrap milestone, time to 100%, and with
+        --probe-url the time to the first byte and the throughput of a download through the route.
+        Then a table per route (success rate, median and 90th percentile), pairwise Mann-Whitney U
+        tests and bootstrap confidence intervals, and a verdict. Results are kept under the state
+        directory ('postern ab history'). See docs/AB-TRIALS.md.
+        """,
+        options: [
+            .value("trials", "N", "trials per route (default 5)"),
+            .value("parallel", "K", "children running at once (default 2)"),
+            .value("order", "ORDER", "interleaved (default) or random"),
+            .value("seed", "S", "seed for the random order and the bootstrap intervals (default: random, recorded)"),
+            .flag("warm", "start each trial with the cached consensus of the route's last good trial (warm starts)"),
+            .value("probe-url", "URL", "http:// URL fetched through each route once it is ready"),
+            .value("probe-bytes", "N", "bytes of the probe download to time (default 1048576)"),
+            .value("trial-timeout", "[ROUTE=]SECONDS", repeatable: true,
+                   "give up on a trial after this long (default: direct 45, snowflake 300, others 120)"),
+            .value("tor-options-file", "FILE", "extra tor options for every child (private test networks)"),
+            .value("svg", "FILE", "also write the box plot of time to 100% to FILE"),
+            .flag("json", "print the whole result (every trial) as JSON on stdout; the table goes to stderr"),
+            .flag("csv", "print the trials as CSV on stdout; the table goes to stderr"),
+        ],
+        subcommands: [.abHistory],
+        run: { invocation in try await ABSession(invocation).run() })
+
+    static let abHistory = Command(
+        name: "history",
+        summary: "List earlier A/B runs kept under the state directory",
+        options: [.flag("json", "print the runs as JSON")],
+        run: { invocation in
+            try invocation.requireNoPositionals()
+            let runs = ABHistory(paths: invocation.paths).load()
+            if invocation.json {
+                struct Entry: Encodable {
+                    let id: String; let startedAt: Date; let routes: [String]; let trialsPerRoute: Int
+                    let successes: [String: Int]; let verdict: [String]; let directory: String
+                }
+                let encoder = ABResult.encoder()
+                let entries = runs.map { run in
+                    Entry(id: run.id, startedAt: run.startedAt, routes: run.routes, trialsPerRoute: run.trialsPerRoute,
+                          successes: Dictionary(uniqueKeysWithValues: run.summaries.map { ($0.route, $0.successes) }),
+                          verdict: run.verdict, directory: run.directory)
+                }
+                invocation.output.print(String(decoding: try encoder.encode(entries), as: UTF8.self))
+                return 0
+            }
+            guard !runs.isEmpty else {
+                invocation.output.print("no A/B runs yet (start one with 'postern ab obfs4 snowflake')")
+                return 0
+            }
+            let formatter = ISO8601DateFormatter()
+            invocation.output.print(Table.render(header: ["ID", "STARTED", "TRIALS", "RESULTS", "BEST"], rows: runs.map { run in
+                [run.id, formatter.string(from: run.startedAt), String(run.trialsPerRoute),
+                 run.summaries.map { "\($0.route) \($0.successes)/\($0.trials)" }.joined(separator: ", "),
+                 run.verdict.first { $0.hasPrefix("Best here:") }.map { String($0.dropFirst("Best here: ".count)) } ?? "-"]
+            }))
+            return 0
+        })
+}
+
+/// Earlier runs: `<state dir>/ab/<id>/result.json`, newest last.
+struct ABHistory {
+    let paths: PosternPaths
+    var directory: URL { paths.stateDirectory.appendingPathComponent("ab") }
+
+    func load() -> [ABResult] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.compactMap { name in
+            guard let data = try? Data(contentsOf: directory.appendingPathComponent(name).appendingPathComponent("result.json")) else {
+                return nil
+            }
+            return try? ABResult.decode(data)
+        }.sorted { $0.startedAt < $1.startedAt }
+    }
+
+    /// Replaces `file` atomically (temporary file in the same directory, mode 0600, renamed over).
+    static func writeAtomically(_ data: Data, to file: URL) throws {
+        let temporary = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).\(getpid()).tmp")
+        guard FileManager.default.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            throw CommandFailure("cannot write \(temporary.path)")
+        }
+        guard rename(temporary.path, file.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary.path)
+            throw CommandFailure("cannot replace \(file.path): \(reason)")
+        }
+    }
+}
+
+/// One `postern ab` run: checks the arguments, runs the trials, shows progress, reports.
+struct ABSession {
+    let invocation: Invocation
+
+    init(_ invocation: Invocation) { self.invocation = invocation }
+
+    static let defaultTimeouts: [String: Double] = ["direct": 45, "snowflake": 300]
+    static let fallbackTimeout = 120.0
+
+    func run() async throws -> Int32 {
+        let arguments = invocation.arguments
+        let routeNames = arguments.positionals
+        guard !routeNames.isEmpty else {
+            throw invocation.usageError("give two or more routes to compare, e.g. 'postern ab obfs4 snowflake' (or one, to measure it alone)")
+        }
+        let trials = try positiveInteger("trials", default: 5, maximum: 1000)
+        let parallel = try positiveInteger("parallel", default: 2, maximum: 64)
+        let probeBytes = try positiveInteger("probe-bytes", default: 1 << 20, maximum: 1 << 34)
+        let order = arguments.value("order") ?? "interleaved"
+        guard order == "interleaved" || order == "random" else {
+            throw invocation.usageError("--order must be interleaved or random, not '\(order)'")
+        }
+        var seed = UInt64.random(in: 0...UInt64.max)
+        if let text = arguments.value("seed") {
+            guard let value = UInt64(text) else { throw invocation.usageError("--seed must be a whole number, not '\(text)'") }
+            seed = value
+        }
+        var probe: ProbeFetch?
+        if let text = arguments.value("probe-url") {
+            do throws(UsageError) {
+                probe = ProbeFetch(target: try ProbeFetch.Target(parsing: text), maximumBytes: probeBytes, timeout: .seconds(60))
+            } catch {
+                throw invocation.usageError(error.message)
+            }
+        }
+        if arguments.flag("json") && arguments.flag("csv") { throw invocation.usageError("choose --json or --csv, not both") }
+        let timeouts = try parseTimeouts(routes: routeNames)
+        if let file = arguments.value("tor-options-file"), !FileManager.default.isReadableFile(atPath: file) {
+            throw invocation.usageError("cannot read --tor-options-file '\(file)'")
+        }
+        let routes = try resolveRoutes(routeNames, timeouts: timeouts)
+
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
+        let startedAt = Date()
+        let id = formatter.string(from: startedAt) + "-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        let directory = ABHistory(paths: invocation.paths).directory.appendingPathComponent(id)
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw CommandFailure("cannot create \(directory.path): \(error.localizedDescription)")
+        }
+
+        let output = invocation.output
+        let total = routes.count * trials
+        output.error("postern ab: \(total) trials (\(routes.map(\.name).joined(separator: ", ")) × \(trials)), \(parallel) at a time, \(order) order, seed \(seed); results in \(directory.path)")
+        let runner = TrialRunner(plan: .init(routes: routes, trialsPerRoute: trials, parallel: parallel, randomOrder: order == "random",
+                                             seed: seed, warm: arguments.flag("warm"), probe: probe,
+                                             torOptionsFile: arguments.value("tor-options-file"),
+                                             unsafeLogging: invocation.unsafeLogging, directory: directory)) { running, finished, justFinished in
+            Self.showProgress(output: output, total: total, running: running, finished: finished, justFinished: justFinished)
+        }
+        // Ctrl-C or SIGTERM stops the children (none is left running) and keeps the finished trials.
+        let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
+        let watcher = Task {
+            await stop.wait()
+            guard !Task.isCancelled else { return }
+            output.endProgress()
+            output.error("postern ab: interrupted; stopping the running trials")
+            await runner.interrupt()
+        }
+        // Trials cut short by an interruption say nothing about their route: left out.
+        let allResults = await runner.run()
+        let results = allResults.filter { $0.failure?.reason.hasPrefix("interrupted") != true }
+        watcher.cancel()
+        runner.removeCaches()
+        output.endProgress()
+
+        var result = ABResult(id: id, startedAt: startedAt, finishedAt: Date(), routes: routes.map(\.name), trialsPerRoute: trials,
+                              parallel: parallel, order: order, seed: seed, warm: arguments.flag("warm"),
+                              probeURL: probe?.target.text, probeBytes: probeBytes, directory: directory.path, trials: results,
+                              summaries: [], comparisons: [], verdict: [])
+        result.analyse()
+        try ABHistory.writeAtomically(try ABResult.encoder().encode(result), to: directory.appendingPathComponent("result.json"))
+        try ABHistory.writeAtomically(Data(result.csv.utf8), to: directory.appendingPathComponent("trials.csv"))
+        let svg = Data(result.svg.utf8)
+        try ABHistory.writeAtomically(svg, to: directory.appendingPathComponent("bootstrap.svg"))
+        if let file = arguments.value("svg") {
+            let target = URL(fileURLWithPath: file)
+            do {
+                try ABHistory.writeAtomically(svg, to: target)
+            } catch {
+                output.error("postern ab: error: cannot write --svg \(file): \(error)")
+                return 1
+            }
+        }
+
+        let report = ([result.table, ""] + result.verdict + ["", "chart: \(directory.path)/bootstrap.svg; raw trials: \(directory.path)/trials.csv"])
+            .joined(separator: "\n")
+        if arguments.flag("json") {
+            output.error(report)
+            output.print(String(decoding: try ABResult.encoder().encode(result), as: UTF8.self))
+        } else if arguments.flag("csv") {
+            output.error(report)
+            output.print(result.csv, terminator: "")
+        } else {
+            output.print(report)
+        }
+        if runner.wasInterrupted {
+            output.error("postern ab: interrupted after \(results.count) of \(total) trials (\(allResults.count - results.count) cut short and left out); the finished ones are kept above and in \(directory.path)")
+            return 1
+        }
+        return 0
+    }
+
+    private func positiveInteger(_ name: String, default value: Int, maximum: Int) throws -> Int {
+        guard let text = invocation.arguments.value(name) else { return value }
+        guard let number = Int(text), number >= 1, number <= maximum else {
+            throw invocation.usageError("--\(name) must be a whole number from 1 to \(maximum), not '\(text)'")
+        }
+        return number
+    }
+
+    private func parseTimeouts(routes: [String]) throws -> [String: Double] {
+        var timeouts: [String: Double] = [:]
+        var global: Double?
+        for text in invocation.arguments.all("trial-timeout") {
+            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+            guard let seconds = Double(parts.last ?? ""), seconds > 0, seconds.isFinite else {
+                throw invocation.usageError("--trial-timeout needs SECONDS or ROUTE=SECONDS with a positive number, not '\(text)'")
+            }
+            if parts.count == 2 {
+                let route = parts[0].lowercased()
+                guard routes.map({ $0.lowercased() }).contains(route) else {
+                    throw invocation.usageError("--trial-timeout names '\(parts[0])', which is not one of the routes given")
+                }
+                timeouts[route] = seconds
+            } else {
+                global = seconds
+            }
+        }
+        var result: [String: Double] = [:]
+        for route in routes.map({ $0.lowercased() }) {
+            result[route] = timeouts[route] ?? global ?? Self.defaultTimeouts[route] ?? Self.fallbackTimeout
+        }
+        return result
+    }
+
+    /// Each name becomes a route with the bridges a child may use: the enabled stored bridges of
+    /// that transport, else the built-in ones. Unknown or unavailable transports are refused here,
+    /// before any child starts.
+    private func resolveRoutes(_ names: [String], timeouts: [String: Double]) throws -> [TrialRoute] {
+        let configuration: BridgeConfiguration
+        do { configuration = try invocation.bridgeStore().load() } catch { throw CommandFailure(error.message) }
+        let available = try Transports.registry().names
+        let builtins = try? BuiltinBridges.bundled()
+        var routes: [TrialRoute] = []
+        for name in names {
+            let lower = name.lowercased()
+            let timeout = Duration.milliseconds(Int64((timeouts[lower] ?? Self.fallbackTimeout) * 1000))
+            if lower == "direct" {
+                routes.append(TrialRoute(name: "direct", bridges: [], timeout: timeout))
+                continue
+            }
+            guard lower != "auto", let transport = TransportName.known(matching: name) ?? TransportName(name) else {
+                throw invocation.usageError("'\(name)' is not a route: use direct, vanilla or a transport name (\(available.map(\.rawValue).joined(separator: ", ")))")
+            }
+            guard transport.isVanilla || available.contains(where: { $0.rawValue == transport.rawValue }) else {
+                throw invocation.usageError("the \(transport) transport is not available in this build (available: vanilla, \(available.map(\.rawValue).joined(separator: ", ")))")
+            }
+            let selection = BridgeSelection(configuration: configuration, transports: [transport], builtins: builtins)
+            guard !selection.lines.isEmpty else {
+                throw CommandFailure("there are no \(transport) bridges to try: none stored and enabled, and no built-in ones; add some with 'postern bridges add'")
+            }
+            guard !routes.contains(where: { $0.name == transport.rawValue }) else {
+                throw invocation.usageError("the route \(transport) is given twice")
+            }
+            routes.append(TrialRoute(name: transport.rawValue, bridges: selection.lines, timeout: timeout))
+        }
+        if routes.filter({ $0.name == "direct" }).count > 1 { throw invocation.usageError("the route direct is given twice") }
+        return routes
+    }
+
+    static func showProgress(output: Output, total: Int, running: [TrialRunner.Live], finished: [ABResult.Trial],
+                             justFinished: ABResult.Trial?) {
+        let ok = finished.filter(\.succeeded).count
+        if output.errorIsTerminal {
+            let now = running.map { "\($0.label) \($0.progress)% \($0.tag)" }.joined(separator: ", ")
+            output.progress("[\(finished.count)/\(total) done, \(ok) ok] running: \(now.isEmpty ? "-" : now)")
+        } else if let trial = justFinished {
+            // Not a terminal: one line per finished trial, no redrawing.
+            var line = "[\(finished.count)/\(total)] trial \(trial.index) \(trial.route)#\(trial.attempt): "
+            if trial.succeeded {
+                line += "ok, 100% in \(ABResult.seconds(trial.bootstrapSeconds ?? 0))"
+                if let ttfb = trial.probeFirstByteSeconds { line += ", probe first byte \(ABResult.seconds(ttfb))" }
+            } else {
+                line += "failed (\(trial.failure?.reason ?? "unknown reason"))"
+            }
+            output.error(line)
+        }
+    }
+}

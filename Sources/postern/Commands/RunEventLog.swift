@@ -1,0 +1,135 @@
+import Foundation
+import Synchronization
+import PosternCore
+import TransportBase
+
+/// `postern run --events-json FILE`: a machine-readable account of one run, one JSON object a line,
+/// appended as things happen (so a parent process can follow it while the run goes on). Written
+/// for `postern ab` and `postern bridges test --bootstrap`, documented in docs/AB-TRIALS.md.
+///
+/// Every line has `t` (seconds since the log was opened, monotonic clock), `wall` (Unix time) and
+/// `event`:
+/// - `start`: `pid`, `route` ("direct", "bridges (obfs4)", …; never an address);
+/// - `transport`: a PT event, `kind` (dial-started, connected, dial-failed, …), `transport`, `message`;
+/// - `first-byte`: once, the first sign that bytes came back from the first hop, with `source`:
+///   a PT's `connected` event (obfs4: the server's handshake reply verified; snowflake: the data
+///   channel to a proxy open) or, without a PT, tor's bootstrap tag `handshake_done` /
+///   `ap_handshake_done` (the TLS handshake with the bridge or relay completed) or any later tag
+///   that needs a live connection;
+/// - `bootstrap`: each new bootstrap milestone, `progress`, `tag`, `summary`;
+/// - `warning`: a bootstrap warning from tor, with `progress`, `tag` and `warning` (the reason);
+/// - `ready`: 100 % and the SOCKS listener bound, `socks`;
+/// - `stalled`: the stall deadline passed, `progress`, `tag`, `warning`;
+/// - `failed`: the core failed, `message`;
+/// - `stopped`: the run ended.
+/// The file is created with mode 0600. Bridge lines never reach it (PT messages carry none).
+final class RunEventLog: Sendable {
+    private let descriptor: Int32
+    private let origin = ContinuousClock.now
+    private let state = Mutex(State())
+
+    private struct State {
+        var firstByteSeen = false
+        var lastProgress = -1
+        var lastWarning: String?
+        var readySeen = false
+        var stallSeen = false
+        var failedSeen = false
+    }
+
+    /// Tags that tor reports only once a connection has answered. Tags below them (conn, handshake,
+    /// the *_pt/*_proxy steps) are reached before a byte comes back; loading_* and enough_dirinfo
+    /// can come from a cached consensus alone.
+    static let contactTags: Set<String> = ["handshake_done", "ap_handshake_done", "onehop_create", "requesting_status",
+                                           "requesting_descriptors", "circuit_create", "done"]
+
+    init(path: String) throws {
+        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw CommandFailure("cannot open --events-json file \(path): \(String(cString: strerror(errno)))")
+        }
+        fchmod(descriptor, 0o600)
+    }
+
+    deinit { close(descriptor) }
+
+    func started(route: String) {
+        write("start", ["pid": .int(Int(getpid())), "route": .string(route)])
+    }
+
+    func transport(_ event: TransportEvent) {
+        write("transport", ["kind": .string(event.kind.rawValue), "transport": .string(event.transport.rawValue),
+                            "message": .string(event.message)])
+        if event.kind == .connected { firstByte(source: "\(event.transport) \(event.kind)") }
+    }
+
+    func observe(_ status: TorStatus) {
+        let (newMilestone, newWarning, nowReady, nowStalled, nowFailed) = state.withLock { state in
+            let milestone = !status.bootstrapTag.isEmpty && status.bootstrapProgress > state.lastProgress
+            if milestone { state.lastProgress = status.bootstrapProgress }
+            let warning = status.bootstrapWarning != nil && status.bootstrapWarning != state.lastWarning
+            state.lastWarning = status.bootstrapWarning
+            let ready = status.isReady && !state.readySeen
+            if ready { state.readySeen = true }
+            let stalled = status.bootstrapDidStall && !state.stallSeen
+            state.stallSeen = status.bootstrapDidStall
+            let failed = status.state == .failed && !state.failedSeen
+            if failed { state.failedSeen = true }
+            return (milestone, warning, ready, stalled, failed)
+        }
+        if newMilestone {
+            write("bootstrap", ["progress": .int(status.bootstrapProgress), "tag": .string(status.bootstrapTag),
+                                "summary": .string(status.bootstrapSummary)])
+            if Self.contactTags.contains(status.bootstrapTag) { firstByte(source: "tor \(status.bootstrapTag)") }
+        }
+        if newWarning, let warning = status.bootstrapWarning {
+            write("warning", ["progress": .int(status.bootstrapProgress), "tag": .string(status.bootstrapTag),
+                              "warning": .string(warning)])
+        }
+        if nowReady { write("ready", ["socks": .string(status.socks?.description ?? "")]) }
+        if nowStalled {
+            var fields: [String: Field] = ["progress": .int(status.bootstrapProgress), "tag": .string(status.bootstrapTag)]
+            if let warning = status.bootstrapWarning { fields["warning"] = .string(warning) }
+            write("stalled", fields)
+        }
+        if nowFailed { write("failed", ["message": .string(status.lastError?.message ?? "tor failed")]) }
+    }
+
+    func stopped() { write("stopped", [:]) }
+
+    private func firstByte(source: String) {
+        let first = state.withLock { state in
+            defer { state.firstByteSeen = true }
+            return !state.firstByteSeen
+        }
+        if first { write("first-byte", ["source": .string(source)]) }
+    }
+
+    enum Field: Encodable {
+        case int(Int), double(Double), string(String)
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .int(let value): try container.encode(value)
+            case .double(let value): try container.encode(value)
+            case .string(let value): try container.encode(value)
+            }
+        }
+    }
+
+    private func write(_ event: String, _ fields: [String: Field]) {
+        var all = fields
+        all["event"] = .string(event)
+        all["t"] = .double(((ContinuousClock.now - origin).seconds * 1_000_000).rounded() / 1_000_000)
+        all["wall"] = .double((Date().timeIntervalSince1970 * 1000).rounded() / 1000)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(all) else { return }
+        let line = Array(data) + [0x0A]
+        // One write(2) per line on an O_APPEND descriptor: a reader never sees half a line from us
+        // interleaved with another (lines are far below PIPE_BUF-like limits for regular files).
+        state.withLock { _ in
+            _ = line.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import BridgeConfig
+import Foundation
+import PosternCore
+
+extension Command {
+    static let transportLimits = Command(
+        name: "limits",
+        summary: "Show or change how long connection assist (auto) gives each route",
+        details: """
+        Each route gets a ceiling (the longest one attempt may take) and a no-progress window (how
+        long bootstrap may stay at one percentage); after either, auto moves on to the next route.
+        KIND is direct or a transport name (vanilla, obfs4, snowflake, ...). Stored in
+        connection-assist.json in the settings directory; 'postern run --route-timeout' overrides
+        them for one run.
+        """,
+        options: [.flag("json", "print the limits as JSON")],
+        subcommands: [.transportLimitsSet, .transportLimitsReset],
+        run: { invocation in
+            try invocation.requireNoPositionals()
+            let table = try invocation.assistLimits()
+            var kinds = ["direct", "vanilla", "obfs4", "snowflake"]
+            kinds += table.overrides.keys.filter { !kinds.contains($0) }.sorted()
+            func limits(_ kind: String) -> RouteLimits { table.limits(for: kind == "direct" ? nil : TransportName(kind)) }
+            if invocation.json {
+                struct Shown: Encodable { let kind: String; let ceilingSeconds: Double; let noProgressSeconds: Double; let source: String }
+                try invocation.output.json(kinds.map { kind in
+                    Shown(kind: kind, ceilingSeconds: limits(kind).ceiling.seconds,
+                          noProgressSeconds: limits(kind).noProgressWindow.seconds,
+                          source: table.overrides[kind] == nil ? "default" : "setting")
+                })
+                return 0
+            }
+            let rows = kinds.map { kind in
+                [kind, "\(limits(kind).ceiling.seconds.formatted()) s", "\(limits(kind).noProgressWindow.seconds.formatted()) s",
+                 table.overrides[kind] == nil ? "default" : "setting"]
+            }
+            invocation.output.print(Table.render(header: ["ROUTE", "CEILING", "NO-PROGRESS", "SOURCE"], rows: rows))
+            return 0
+        })
+
+    static let transportLimitsSet = Command(
+        name: "set",
+        summary: "Set a route kind's ceiling and no-progress window in seconds",
+        synopsis: "KIND CEILING/WINDOW",
+        details: "Example: 'postern transport limits set direct 20/15'.",
+        run: { invocation in
+            let positionals = try invocation.requirePositionals("KIND and CEILING/WINDOW")
+            guard positionals.count == 2 else {
+                throw invocation.usageError("set takes KIND and CEILING/WINDOW, e.g. 'direct 20/15'")
+            }
+            let kind: String
+            let limits: RouteLimits
+            do throws(TorCoreError) {
+                kind = try RouteLimitTable.kind(validating: positionals[0])
+                limits = try RouteLimits(parsing: positionals[1])
+            } catch {
+                throw invocation.usageError(error.message)
+            }
+            var table = try invocation.assistLimits()
+            table.set(limits, forKind: kind)
+            try invocation.writeAssistLimits(table)
+            invocation.output.print("\(kind): ceiling \(limits.ceiling.seconds.formatted()) s, moves on after \(limits.noProgressWindow.seconds.formatted()) s without progress")
+            return 0
+        })
+
+    static let transportLimitsReset = Command(
+        name: "reset",
+        summary: "Return route kinds (or all, without KIND) to the defaults",
+        synopsis: "[KIND...]",
+        run: { invocation in
+            var table = try invocation.assistLimits()
+            var kinds: [String] = []
+            for text in invocation.arguments.positionals {
+                do throws(TorCoreError) {
+                    kinds.append(try RouteLimitTable.kind(validating: text))
+                } catch {
+                    throw invocation.usageError(error.message)
+                }
+            }
+            let reset = kinds.isEmpty ? table.overrides.keys.sorted() : kinds
+            var kept = RouteLimitTable()
+            for (kind, limits) in table.overrides where !reset.contains(kind) { kept.set(limits, forKind: kind) }
+            table = kept
+            try invocation.writeAssistLimits(table)
+            invocation.output.print(kinds.isEmpty ? "all route limits are the defaults" : "back to the defaults: \(kinds.joined(separator: ", "))")
+            return 0
+        })
+}
+
+extension Invocation {
+    func assistLimits() throws -> RouteLimitTable {
+        do { return try AssistFiles.readLimits(in: paths.configDirectory) } catch { throw CommandFailure(error.message) }
+    }
+
+    func writeAssistLimits(_ table: RouteLimitTable) throws {
+        do { try AssistFiles.writeLimits(table, in: paths.configDirectory) } catch { throw CommandFailure(error.message) }
+    }
+}

@@ -1,0 +1,80 @@
+import PosternTestSupport
+import Foundation
+import Testing
+
+/// `postern ab` and `postern bridges test` as a user meets them before any network is touched:
+/// help, usage errors (exit 64) and failures (exit 1). Nothing here starts tor or leaves loopback.
+@Suite struct ABUsageTests {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-ab-usage-\(UUID())")
+
+    private func postern(_ arguments: [String]) throws -> ProcessResult {
+        try ProcessRunner.run(ProcessRunner.postern, arguments + ["--config-dir", directory.path])
+    }
+
+    @Test func abHelpNamesRoutesOptionsAndHistory() throws {
+        let result = try postern(["ab", "--help"])
+        #expect(result.status == 0)
+        #expect(result.stdout.contains("Usage: postern ab [<command>] ROUTE ROUTE..."))
+        #expect(result.stdout.contains("history"))
+        for option in ["--trials N", "--parallel K", "--warm", "--probe-url URL", "--svg FILE", "--trial-timeout [ROUTE=]SECONDS"] {
+            #expect(result.stdout.contains(option), "help lacks \(option)")
+        }
+        let history = try postern(["ab", "history", "--help"])
+        #expect(history.status == 0 && history.stdout.contains("Usage: postern ab history"))
+    }
+
+    @Test(arguments: [["ab"], ["ab", "carrier-pigeon"], ["ab", "obfs4", "--trials", "0"], ["ab", "direct", "--order", "sideways"],
+                      ["ab", "direct", "--probe-url", "https://example.invalid/"], ["ab", "direct", "--trial-timeout", "obfs4=3"],
+                      ["ab", "direct", "--trial-timeout", "soon"], ["ab", "direct", "--json", "--csv"], ["ab", "direct", "direct"],
+                      ["ab", "meek_lite"], ["ab", "direct", "--seed", "-1"], ["ab", "history", "extra"],
+                      ["bridges", "test", "--parallel", "0"], ["bridges", "test", "--timeout", "x"], ["bridges", "test", "nothex"],
+                      ["bridges", "test", "--builtin", "--all"]])
+    func usageErrorsExit64(_ arguments: [String]) throws {
+        let result = try postern(arguments)
+        #expect(result.status == 64, "\(arguments): \(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.contains("postern"))
+    }
+
+    @Test func emptyHistorySaysSo() throws {
+        let text = try postern(["ab", "history"])
+        #expect(text.status == 0 && text.stdout.contains("no A/B runs yet"))
+        let json = try postern(["ab", "history", "--json"])
+        #expect(json.status == 0)
+        #expect(json.stdout.filter { !$0.isWhitespace } == "[]")
+    }
+
+    @Test func bridgesTestWithoutBridgesFails() throws {
+        let result = try postern(["bridges", "test"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("no bridges to test"))
+    }
+
+    /// A vanilla bridge on a loopback port nobody listens on: flagged as refused, exit 1, scrubbed.
+    @Test func bridgesTestFlagsARefusedBridgeOnLoopback() throws {
+        let port = try Self.closedLoopbackPort()
+        let line = "127.0.0.1:\(port) 0123456789ABCDEF0123456789ABCDEF01234567"
+        let add = try postern(["bridges", "add", line])
+        try #require(add.status == 0, "\(add.stderr)")
+        let result = try postern(["bridges", "test", "--json"])
+        #expect(result.status == 1)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let bridge = try #require((report["bridges"] as? [[String: Any]])?.first)
+        #expect(bridge["alive"] as? Bool == false)
+        #expect((bridge["reason"] as? String ?? "").contains("refused"))
+        #expect(!result.stdout.contains("127.0.0.1:\(port)") && !result.stdout.contains("0123456789ABCDEF"))
+    }
+
+    /// A port that was free a moment ago (bound, then closed).
+    static func closedLoopbackPort() throws -> UInt16 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
+        return UInt16(bigEndian: address.sin_port)
+    }
+}
