@@ -26,7 +26,8 @@ extension TestBedSuite {
         let ready = try await run.waitForLine(containing: "ready: socks5 127.0.0.1:39131", timeout: 120)
         try #require(ready != nil, "output: \(run.output)")
         #expect(ready?.contains("route: bridges") == true, "output: \(run.output)")
-        #expect(run.output.contains("Connected to pluggable transport"), "tor used the PT listener")
+        // 2% (conn_done_pt) may share its moment with 1% and 10% now that SOCKS is granted at once.
+        #expect(run.output.contains("Connecting to pluggable transport"), "tor used the PT listener")
         print("snowflake via postern run: ready in \(ContinuousClock.now - started)")
 
         let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39131", timeout: 90)
