@@ -72,7 +72,7 @@ let package = Package(
         // Helper process for the store's kill -9 and multi-process tests.
         .executableTarget(name: "BridgeStoreCrashWriter", dependencies: ["BridgeConfig"], path: "Tests/BridgeStoreCrashWriter"),
         // Benchmarks against real peers: `swift run -c release postern-bench obfs4`.
-        .executableTarget(name: "postern-bench", dependencies: ["TransportBase", "Obfs4Transport", "TransportTestSupport"],
+        .executableTarget(name: "postern-bench", dependencies: ["TransportBase", "Obfs4Transport", "SnowflakeTransport", "TransportTestSupport"],
                           path: "Sources/postern-bench"),
         // Real peers on loopback (obfs4proxy as a managed server, echo/sink servers) for tests and benchmarks.
         .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Sources/TransportTestSupport"),

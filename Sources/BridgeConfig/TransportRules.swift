@@ -129,8 +129,11 @@ struct ArgumentChecker {
             guard let value = arguments[key] else { continue }
             // An empty fronts= is meaningful (it disables front=); empty entries are not.
             if value.isEmpty && key == "fronts" { continue }
-            guard value.split(separator: ",", omittingEmptySubsequences: false).allSatisfy({ isValidHostName($0) }) else {
-                throw fail(.badFront, key: key, "\(key) must be a comma-separated list of domain names")
+            // The client dials a front as the URL host, so an IPv4 literal is as good as a name
+            // (no SNI is sent for it).
+            guard value.split(separator: ",", omittingEmptySubsequences: false)
+                .allSatisfy({ isValidHostName($0) || BridgeAddress.canonicalIPv4($0) == String($0) }) else {
+                throw fail(.badFront, key: key, "\(key) must be a comma-separated list of domain names or IPv4 addresses")
             }
         }
         if let ice = arguments["ice"] {

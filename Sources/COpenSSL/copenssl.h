@@ -124,7 +124,9 @@ static inline SSL_CTX *postern_tls_client_context(const char *ca_file) {
 
 /// A client connection on memory BIOs that checks the certificate against `host`: SNI and a
 /// host-name check for names, an IP check (and no SNI, as RFC 6066 wants) for IP literals.
-static inline SSL *postern_tls_client(SSL_CTX *context, const char *host, int host_is_ip, BIO **incoming, BIO **outgoing) {
+/// `send_sni` 0 leaves SNI out for names too (snowflake's utls-nosni); the name is still checked.
+static inline SSL *postern_tls_client(SSL_CTX *context, const char *host, int host_is_ip, int send_sni,
+                                      BIO **incoming, BIO **outgoing) {
     SSL *ssl = SSL_new(context);
     BIO *in = BIO_new(BIO_s_mem());
     BIO *out = BIO_new(BIO_s_mem());
@@ -132,7 +134,7 @@ static inline SSL *postern_tls_client(SSL_CTX *context, const char *host, int ho
     if (host_is_ip) {
         if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1) goto fail;
     } else {
-        if (SSL_set_tlsext_host_name(ssl, host) != 1 || SSL_set1_host(ssl, host) != 1) goto fail;
+        if ((send_sni && SSL_set_tlsext_host_name(ssl, host) != 1) || SSL_set1_host(ssl, host) != 1) goto fail;
     }
     BIO_set_mem_eof_return(in, -1);
     BIO_set_mem_eof_return(out, -1);

@@ -1,6 +1,8 @@
 // postern-bench: measured comparisons against peers run in the same process tree.
 //
 //   swift run -c release postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]
+//   postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed; see
+//                                                                       SnowflakeBenchmark.swift)
 //
 // `obfs4` starts Debian's obfs4proxy as a managed obfs4 SERVER in front of a loopback bulk peer,
 // then drives the same transfers through two managed obfs4 CLIENTS over their SOCKS5 listeners:
@@ -9,6 +11,7 @@
 // Only 127.0.0.1 is used.
 import Foundation
 import Obfs4Transport
+import SnowflakeTransport
 import Synchronization
 import TransportBase
 import TransportTestSupport
@@ -22,8 +25,9 @@ final class BulkPeer: @unchecked Sendable {
     private var task: Task<Void, Never>?
     static let block = [UInt8]((0..<65536).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) })
 
-    init() throws {
-        listener = try LoopbackListener()
+    /// On 127.0.0.1, or on `address` (another 127.x address) when given.
+    init(address: TransportEndpoint? = nil) throws {
+        listener = try address.map { try LoopbackListener(loopbackAddress: $0) } ?? LoopbackListener()
         let listener = self.listener
         task = Task {
             await withDiscardingTaskGroup { group in
@@ -62,6 +66,7 @@ final class BulkPeer: @unchecked Sendable {
     }
 
     var port: UInt16 { listener.port }
+    var endpoint: TransportEndpoint { listener.endpoint }
     func stop() { listener.close(); task?.cancel() }
 }
 
@@ -242,7 +247,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "pt-client":
     // The managed client proxy, as `postern pt-client` will run it.
-    let registry = try TransportRegistry([Obfs4Transport()])
+    let registry = try TransportRegistry([Obfs4Transport(), SnowflakeTransport()])
     exit(await ManagedClientProxy.run(registry: registry, environment: ProcessInfo.processInfo.environment))
 case "obfs4":
     var megabytes = 100, handshakes = 30, rounds = 1
@@ -267,7 +272,32 @@ case "obfs4":
         FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
         exit(1)
     }
+case "snowflake":
+    var rounds = 2, megabytes = 10, samples = 5
+    var index = 1
+    while index < arguments.count {
+        let flag = arguments[index]
+        let number = index + 1 < arguments.count ? Int(arguments[index + 1]) : nil
+        guard let number, number > 0, ["--megabytes", "--rounds", "--samples"].contains(flag) else {
+            FileHandle.standardError.write(Data("postern-bench: bad argument \"\(flag)\" (expected --rounds N, --megabytes N or --samples N, N > 0)\n".utf8))
+            exit(64)
+        }
+        switch flag {
+        case "--megabytes": megabytes = number
+        case "--samples": samples = number
+        default: rounds = number
+        }
+        index += 2
+    }
+    do {
+        try await runSnowflakeBenchmark(rounds: rounds, megabytes: megabytes, firstBytes: samples)
+    } catch {
+        FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
+        exit(1)
+    }
+case "--help", "-h", "help":
+    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)")
 default:
-    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n".utf8))
+    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n".utf8))
     exit(64)
 }

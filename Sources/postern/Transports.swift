@@ -12,6 +12,6 @@ enum Transports {
     /// that must flag a silent bridge quickly (`postern bridges test`).
     static func registry(handshakeTimeout: Duration) throws -> TransportRegistry {
         try TransportRegistry([Obfs4Transport(connectTimeout: handshakeTimeout, handshakeTimeout: handshakeTimeout, retryForOldBridges: true),
-                               SnowflakeTransport(proxyPatience: handshakeTimeout * 2)])
+                               SnowflakeTransport(proxyPatience: handshakeTimeout * 2, waitsForDataChannel: true)])
     }
 }

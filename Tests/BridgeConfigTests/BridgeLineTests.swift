@@ -55,6 +55,8 @@ struct BridgeLineTests {
         ("snowflake 192.0.2.3:80 url=https://broker.example/ max=1.5", .badMax),
         ("snowflake 192.0.2.3:80 url=https://broker.example/ utls-nosni=maybe", .badBoolean),
         ("snowflake 192.0.2.3:80 url=https://broker.example/ fronts=a..b", .badFront),
+        ("snowflake 192.0.2.3:80 url=https://broker.example/ fronts=127.0.5", .badFront),
+        ("snowflake 192.0.2.3:80 url=https://broker.example/ fronts=127.0.05.4", .badFront),
         ("snowflake 192.0.2.3:80 url=https://broker.example/ ice=stun:", .badICE),
         ("snowflake 192.0.2.3:80 url=https://user@broker.example/", .badURL),
         ("snowflake 192.0.2.3:80 ampcache=https://cdn.example/", .conflictingArguments),
@@ -149,6 +151,11 @@ struct BridgeLineTests {
         let parsed = try BridgeLine.parse("conjure 198.51.100.80:80 url=https://r.example transport=min")
         #expect(parsed.line.transport.rawValue == "conjure")
         #expect(parsed.warnings.map(\.code) == [.unknownTransport])
+    }
+
+    @Test func snowflakeFrontsMayBeIPv4Addresses() throws {
+        let line = try BridgeLine(validating: "snowflake 192.0.2.3:80 url=https://b.example/ ampcache=https://cdn.example/ fronts=127.0.5.4,www.example.com")
+        #expect(line.arguments["fronts"] == "127.0.5.4,www.example.com")
     }
 
     @Test func snowflakeFingerprintMayDifferOnlyInCase() throws {

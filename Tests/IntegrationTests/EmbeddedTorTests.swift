@@ -183,9 +183,14 @@ final class RunningPostern: @unchecked Sendable {
     private let lock = NSLock()
     private var collected = ""
 
-    /// - Parameter group: run with this real and effective group id (through `setpriv`, which
-    ///   execs: the PID is postern's), so that nftables can tell its packets by `meta skgid`.
-    init(_ arguments: [String], group: UInt32? = nil) throws {
+    /// - Parameters:
+    ///   - group: run with this real and effective group id (through `setpriv`, which execs: the
+    ///     PID is postern's), so that nftables can tell its packets by `meta skgid`.
+    ///   - environment: entries added to (or replacing those of) the test process's environment.
+    init(_ arguments: [String], group: UInt32? = nil, environment: [String: String] = [:]) throws {
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         if let group {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             process.arguments = ["--regid", "\(group)", "--clear-groups", ProcessRunner.postern.path] + arguments

@@ -65,11 +65,19 @@ import TransportBase
         #expect(!error.description.contains("127.0.5"))
     }
 
-    @Test func ampCacheAndSQSAreRefusedBeforeDialling() throws {
-        let amp = try #require(throws: TransportError.self) {
-            try transport.configuration(from: arguments("url=https://b.example/;ampcache=https://cdn.ampproject.org/"))
+    @Test func ampCacheIsAcceptedAndUnusableAMPURLsAndSQSAreRefusedBeforeDialling() throws {
+        let options = try transport.configuration(from: arguments("url=https://b.example/;ampcache=https://cdn.ampproject.org/;front=www.google.com"))
+        guard case .ampCache(_, let cache) = options.rendezvous else {
+            Issue.record("ampcache= did not select the AMP cache rendezvous")
+            return
         }
-        #expect(amp.code == .snowflakeUnsupported)
+        #expect(cache.host == "cdn.ampproject.org")
+        // An AMP cache URL cannot name a broker on a non-default port.
+        let ported = try #require(throws: TransportError.self) {
+            try transport.configuration(from: arguments("url=https://b.example:8443/;ampcache=https://cdn.ampproject.org/"))
+        }
+        #expect(ported.kind == .invalidInput)
+        #expect(!ported.description.contains("b.example"))
         let sqs = try #require(throws: TransportError.self) {
             try transport.configuration(from: arguments("url=https://b.example/;sqsqueue=https://sqs.example/q"))
         }

@@ -11,13 +11,25 @@ public final class LoopbackListener: @unchecked Sendable {
     public let port: UInt16
 
     /// Binds `127.0.0.1:port` (port 0 picks a free one).
-    public init(port: UInt16 = 0, backlog: Int32 = 256) throws(TransportError) {
+    public convenience init(port: UInt16 = 0, backlog: Int32 = 256) throws(TransportError) {
+        try self.init(bindingTo: TransportEndpoint(loopbackPort: port), backlog: backlog)
+    }
+
+    /// Binds another IPv4 loopback address (127.0.0.0/8), e.g. for a peer that must not share
+    /// 127.0.0.1 with its clients. A non-loopback endpoint is refused.
+    public convenience init(loopbackAddress endpoint: TransportEndpoint, backlog: Int32 = 256) throws(TransportError) {
+        guard endpoint.isLoopback, !endpoint.isIPv6 else {
+            throw TransportError(code: .invalidArguments, kind: .invalidInput, message: "a loopback listener needs a 127.0.0.0/8 address")
+        }
+        try self.init(bindingTo: endpoint, backlog: backlog)
+    }
+
+    private init(bindingTo endpoint: TransportEndpoint, backlog: Int32) throws(TransportError) {
         let descriptor = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw SocketErrors.fromErrno(errno, operation: "socket") }
         let socket = try TCPSocket(adopting: descriptor)
         var one: Int32 = 1
         _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let endpoint = TransportEndpoint(loopbackPort: port)
         let bound = endpoint.withSockAddr { address, length in Glibc.bind(descriptor, address, length) }
         guard bound == 0 else { throw SocketErrors.fromErrno(errno, operation: "bind") }
         guard Glibc.listen(descriptor, backlog) == 0 else { throw SocketErrors.fromErrno(errno, operation: "listen") }
@@ -29,10 +41,13 @@ public final class LoopbackListener: @unchecked Sendable {
         guard named == 0 else { throw SocketErrors.fromErrno(errno, operation: "getsockname") }
         self.socket = socket
         self.port = UInt16(bigEndian: address.sin_port)
+        self.boundEndpoint = (try? TransportEndpoint(ipv4: endpoint.addressBytes, port: port)) ?? TransportEndpoint(loopbackPort: port)
     }
 
+    private let boundEndpoint: TransportEndpoint
+
     /// The address to give clients, e.g. `127.0.0.1:40123`.
-    public var endpoint: TransportEndpoint { TransportEndpoint(loopbackPort: port) }
+    public var endpoint: TransportEndpoint { boundEndpoint }
 
     /// Waits for the next connection. Throws once the listener is closed.
     public func accept() async throws -> TCPSocket {

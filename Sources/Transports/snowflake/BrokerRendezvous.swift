@@ -1,8 +1,6 @@
 import Foundation
 
 /// Where and how to reach the broker: the bridge line's `url=` and `fronts=` (or `front=`).
-/// `ampcache=` (rewriting the request URL onto an AMP cache's host) is not implemented yet; the AMP
-/// form is sent to the broker itself.
 public struct BrokerEndpoint: Sendable, Hashable {
     /// The broker URL; requests resolve relative to it (keep the trailing "/").
     public let url: URL
@@ -22,22 +20,27 @@ public struct BrokerEndpoint: Sendable, Hashable {
     }
 }
 
-/// Rendezvous with the broker: one client poll, over HTTP POST (`/client`) or the AMP-cache form
-/// (`GET /amp/client/...`, here sent to the broker directly).
+/// Rendezvous with the broker: one client poll, over HTTP POST (`/client`) or the AMP form
+/// (`GET /amp/client/...`), the latter either to the broker itself or through an AMP cache
+/// (`ampcache=`: the request URL is rewritten onto the cache, see `AMPCacheURL`).
 ///
 /// Domain fronting as upstream: with fronts, the TCP connection and TLS SNI go to a randomly chosen
-/// front (its port, or the scheme's default: the broker URL's port is not kept), while the HTTP
-/// `Host` header keeps the broker URL's host (and port, as written). Requests are hand-written
-/// HTTP/1.1 on our own stream, so the `Host` header is exactly what we put there.
+/// front (its port, or the scheme's default: the URL's port is not kept), while the HTTP `Host`
+/// header keeps the URL's host (and port, as written): the broker's, or the cache's rewritten host
+/// through an AMP cache. Requests are hand-written HTTP/1.1 on our own stream, so the `Host`
+/// header is exactly what we put there.
 public struct BrokerRendezvous: Sendable {
     public static let readLimit = 100_000
 
     public let endpoint: BrokerEndpoint
     public let connector: any SnowflakeStreamConnector
+    /// The AMP cache the AMP form goes through; nil sends it to the broker directly.
+    public let ampCache: URL?
 
-    public init(endpoint: BrokerEndpoint, connector: any SnowflakeStreamConnector) {
+    public init(endpoint: BrokerEndpoint, connector: any SnowflakeStreamConnector, ampCache: URL? = nil) {
         self.endpoint = endpoint
         self.connector = connector
+        self.ampCache = ampCache
     }
 
     /// POST the poll to `<url>client`, return the decoded response.
@@ -51,10 +54,12 @@ public struct BrokerRendezvous: Sendable {
         return try ClientPollResponse(decoding: response.body)
     }
 
-    /// The same poll through the AMP form: GET `<url>amp/client/<EncodePath>`, armored answer.
+    /// The same poll through the AMP form: GET `<url>amp/client/<EncodePath>` (through the AMP
+    /// cache when there is one), armored answer.
     public func exchangeAMP(_ request: ClientPollRequest) async throws(SnowflakeError) -> ClientPollResponse {
-        let target = try resolve("amp/client/" + AMPEncoding.encodePath(request.encoded))
+        let target = try resolveAMP(AMPEncoding.encodePath(request.encoded))
         let response = try await send(method: "GET", target: target, body: nil)
+        // A cache turns the broker's errors into 404 and invalid AMP into a redirect.
         guard response.status == 200 else {
             throw SnowflakeError(code: .brokerHTTP, kind: .protocolViolation,
                                  message: "the AMP endpoint answered HTTP status \(response.status)")
@@ -70,24 +75,34 @@ public struct BrokerRendezvous: Sendable {
     /// query we keep).
     func resolve(_ relative: String) throws(SnowflakeError) -> RequestTarget {
         let url = endpoint.url
-        let basePath = url.path(percentEncoded: true)
-        let directory: String
-        if let slash = basePath.lastIndex(of: "/") {
-            directory = String(basePath[...slash])
-        } else {
-            directory = "/"
-        }
-        let scheme = url.scheme!.lowercased()
+        return try target(scheme: url.scheme!.lowercased(), host: url.host!, port: url.port, path: brokerPath(relative))
+    }
+
+    /// Where the AMP form of a poll goes: `<url>amp/client/<encoded>`, rewritten onto the AMP cache
+    /// when there is one.
+    func resolveAMP(_ encodedPoll: String) throws(SnowflakeError) -> RequestTarget {
+        let url = endpoint.url
+        let path = brokerPath("amp/client/" + encodedPoll)
+        guard let ampCache else { return try resolve("amp/client/" + encodedPoll) }
+        let rewritten = try AMPCacheURL.rewrite(brokerScheme: url.scheme!, brokerHost: url.host!, brokerPort: url.port,
+                                                brokerPath: path, cache: ampCache)
+        return try target(scheme: rewritten.scheme, host: rewritten.host, port: rewritten.port, path: rewritten.path)
+    }
+
+    /// The broker URL's directory (up to its last "/") followed by `relative`.
+    private func brokerPath(_ relative: String) -> String {
+        let basePath = endpoint.url.path(percentEncoded: true)
+        if let slash = basePath.lastIndex(of: "/") { return String(basePath[...slash]) + relative }
+        return "/" + relative
+    }
+
+    /// A request for scheme://host[:port]path, domain-fronted when there are fronts.
+    private func target(scheme: String, host: String, port: Int?, path: String) throws(SnowflakeError) -> RequestTarget {
         let defaultPort: UInt16 = scheme == "https" ? 443 : 80
-        let host = url.host!
-        let hostHeader: String
-        if let port = url.port {
-            hostHeader = (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
-        } else {
-            hostHeader = host.contains(":") ? "[\(host)]" : host
-        }
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        let hostHeader = port.map { bracketed + ":\($0)" } ?? bracketed
         var connectHost = host
-        var connectPort = url.port.map { UInt16(clamping: $0) } ?? defaultPort
+        var connectPort = port.map { UInt16(clamping: $0) } ?? defaultPort
         if let front = endpoint.fronts.randomElement() {
             let parts = front.split(separator: ":", maxSplits: 1).map(String.init)
             connectHost = parts[0]
@@ -99,7 +114,7 @@ public struct BrokerRendezvous: Sendable {
                 connectPort = port
             }
         }
-        return RequestTarget(path: directory + relative, hostHeader: hostHeader, connectHost: connectHost,
+        return RequestTarget(path: path, hostHeader: hostHeader, connectHost: connectHost,
                              connectPort: connectPort, tlsServerName: scheme == "https" ? connectHost : nil)
     }
 

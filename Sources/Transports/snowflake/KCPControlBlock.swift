@@ -181,6 +181,21 @@ struct KCPControlBlock {
         UInt16(clamping: receiveWindow > UInt32(receiveQueue.count) ? receiveWindow - UInt32(receiveQueue.count) : 0)
     }
 
+    /// Whether segments are in flight (sent, not yet acknowledged).
+    var hasUnacknowledgedData: Bool { !sendBuffer.isEmpty }
+
+    /// A new carrier: everything in flight is due again at once, with the RTO and the dead-link
+    /// count starting over. Without this, segments whose RTO doubled during the outage would wait
+    /// seconds on a path that works.
+    mutating func retransmitEverythingNow(now: UInt32) {
+        for index in sendBuffer.indices where sendBuffer[index].transmissions > 0 {
+            sendBuffer[index].resendAt = now
+            sendBuffer[index].rto = retransmitTimeout
+            sendBuffer[index].transmissions = 1
+        }
+        deadLinkReached = false
+    }
+
     // MARK: output
 
     /// Everything due at `now`: ACKs, window probes, new segments within the window and

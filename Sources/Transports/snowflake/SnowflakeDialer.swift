@@ -28,11 +28,16 @@ public struct SnowflakeDialer: Sendable {
     }
 
     public func dial() async throws -> WebRTCDataChannel {
-        guard case .http(let endpoint) = options.rendezvous else {
-            throw SnowflakeError(code: .unsupported, kind: .invalidInput,
-                                 message: "rendezvous through an AMP cache (ampcache=) is not supported yet")
+        let rendezvous: BrokerRendezvous
+        let viaAMPCache: Bool
+        switch options.rendezvous {
+        case .http(let endpoint):
+            rendezvous = BrokerRendezvous(endpoint: endpoint, connector: connector)
+            viaAMPCache = false
+        case .ampCache(let endpoint, let cache):
+            rendezvous = BrokerRendezvous(endpoint: endpoint, connector: connector, ampCache: cache)
+            viaAMPCache = true
         }
-        let rendezvous = BrokerRendezvous(endpoint: endpoint, connector: connector)
         var generator = SystemRandomNumberGenerator()
         // libnice takes one STUN server, by IP: the first of the selection that resolves.
         var stun: (ip: String, port: UInt16)?
@@ -50,7 +55,7 @@ public struct SnowflakeDialer: Sendable {
             poll: { rendezvous, request in
                 let start = ContinuousClock.now
                 while true {
-                    let response = try await rendezvous.exchange(request)
+                    let response = viaAMPCache ? try await rendezvous.exchangeAMP(request) : try await rendezvous.exchange(request)
                     guard response == .error(ClientPollResponse.noProxies), ContinuousClock.now - start < patience else {
                         return response
                     }

@@ -5,7 +5,8 @@ import TransportBase
 
 /// The snowflake client as a pluggable transport (spec: /work/shared/docs/specs/snowflake.md).
 ///
-/// One dial is one SnowflakeSession: a rendezvous with the broker named by the bridge's `url=`, a
+/// One dial is one SnowflakeSession (returned at once; the rendezvous runs behind it): a rendezvous
+/// with the broker named by the bridge's `url=` (or through `ampcache=`), a
 /// WebRTC data channel to the proxy it assigns, and the tor byte stream as one smux stream over KCP
 /// on top. When the proxy goes away the session rendezvouses again and carries on with the same
 /// ClientID, so tor keeps its connection. The endpoint tor asks for is ignored: a snowflake
@@ -22,12 +23,17 @@ public struct SnowflakeTransport: PluggableTransport {
     public var proxyPatience: Duration
     /// CA bundle for an https broker; nil uses OpenSSL's default trust store.
     public var caFile: String?
+    /// False (the default, as the reference client): `dial` returns at once and the rendezvous
+    /// runs behind the stream. True: `dial` returns when the first data channel is open and
+    /// throws when it cannot be had (health checks that must tell a dead broker).
+    public var waitsForDataChannel: Bool
 
     public init(redialLimit: Duration = SnowflakeSession.defaultRedialLimit, proxyPatience: Duration = .seconds(60),
-                caFile: String? = nil) {
+                caFile: String? = nil, waitsForDataChannel: Bool = false) {
         self.redialLimit = redialLimit
         self.proxyPatience = proxyPatience
         self.caFile = caFile
+        self.waitsForDataChannel = waitsForDataChannel
     }
 
     public func configuration(from arguments: TransportArguments) throws(TransportError) -> SnowflakeOptions {
@@ -44,10 +50,15 @@ public struct SnowflakeTransport: PluggableTransport {
         } catch {
             throw TransportError(error)
         }
-        // Refused here, before any network activity, rather than at the first dial.
-        if case .ampCache = options.rendezvous {
-            throw TransportError(code: .snowflakeUnsupported, kind: .invalidInput,
-                                 message: "snowflake rendezvous through an AMP cache (ampcache=) is not supported yet")
+        // A broker or cache URL the AMP cache form cannot use is refused here, before any network
+        // activity, rather than at the first dial.
+        if case .ampCache(let endpoint, let cache) = options.rendezvous {
+            do {
+                _ = try BrokerRendezvous(endpoint: endpoint, connector: PlainTCPConnector(), ampCache: cache)
+                    .resolveAMP(AMPEncoding.encodePath([]))
+            } catch {
+                throw TransportError(error)
+            }
         }
         return options
     }
@@ -64,27 +75,48 @@ public struct SnowflakeTransport: PluggableTransport {
             throw error
         }
         events.emit(TransportEvent(kind: .dialStarted, severity: .debug, transport: name, message: "rendezvous with the broker"))
+        if let imitate = configuration.utlsImitate {
+            // Said on every dial: the user asked for a disguise we do not wear.
+            events.emit(TransportEvent(kind: .dialStarted, severity: .warning, transport: name,
+                                       message: "utls-imitate=\(imitate) is not applied: the broker connection uses OpenSSL's own TLS ClientHello (see docs/SNOWFLAKE.md, uTLS)"))
+        }
         let local = Self.usesLoopbackBroker(configuration)
-        let dialer = SnowflakeDialer(options: configuration, connector: OpenSSLTLSConnector(caFile: caFile),
+        // As upstream, utls-nosni takes effect only together with utls-imitate.
+        let connector = OpenSSLTLSConnector(caFile: caFile,
+                                            sendsServerName: !(configuration.utlsImitate != nil && configuration.utlsNoSNI))
+        let dialer = SnowflakeDialer(options: configuration, connector: connector,
                                      localAddresses: local ? ["127.0.0.1"] : [], keepLocalAddresses: local,
                                      proxyPatience: proxyPatience)
         let session = SnowflakeSession()
         let started = ContinuousClock.now
-        do {
-            try await withTaskCancellationHandler {
-                try await session.start(dialer: { try await dialer.dial() }, redialLimit: redialLimit)
+        let name = name
+        let redialLimit = redialLimit
+        let spares = configuration.maxProxies - 1
+        // Granted at once, as the reference client does (spec section 2): tor starts its TLS
+        // handshake while the rendezvous runs, and the session sends it when the data channel is
+        // open. A failed first rendezvous ends the stream with the error.
+        let opening = Task {
+            do {
+                try await session.start(dialer: { try await dialer.dial() }, redialLimit: redialLimit, spares: spares)
+                let elapsed = ContinuousClock.now - started
+                events.emit(TransportEvent(kind: .connected, severity: .info, transport: name,
+                                           message: "data channel open in \(elapsed.formatted(.units(allowed: [.milliseconds])))"))
+                return nil as TransportError?
+            } catch {
+                let failure = TransportError(snowflake: error)
+                events.emit(TransportEvent(kind: .dialFailed, severity: .warning, transport: name, message: failure.description))
+                await session.fail(failure)
+                return failure
+            }
+        }
+        if waitsForDataChannel {
+            let failure = await withTaskCancellationHandler {
+                await opening.value
             } onCancel: {
                 Task { await session.close() }
             }
-        } catch {
-            await session.close()
-            let failure = TransportError(snowflake: error)
-            events.emit(TransportEvent(kind: .dialFailed, severity: .warning, transport: name, message: failure.description))
-            throw failure
+            if let failure { throw failure }
         }
-        let elapsed = ContinuousClock.now - started
-        events.emit(TransportEvent(kind: .connected, severity: .info, transport: name,
-                                   message: "data channel open in \(elapsed.formatted(.units(allowed: [.milliseconds])))"))
         return SnowflakeConnection(session: session)
     }
 
@@ -92,8 +124,14 @@ public struct SnowflakeTransport: PluggableTransport {
     /// only on loopback: gather host candidates on 127.0.0.1 and keep local candidates in the offer
     /// (the reference client's -keep-local-addresses). Elsewhere local candidates are left out.
     static func usesLoopbackBroker(_ options: SnowflakeOptions) -> Bool {
-        guard case .http(let endpoint) = options.rendezvous else { return false }
-        let hosts = endpoint.fronts.isEmpty ? [endpoint.url.host ?? ""] : endpoint.fronts
+        let hosts: [String]
+        switch options.rendezvous {
+        case .http(let endpoint):
+            hosts = endpoint.fronts.isEmpty ? [endpoint.url.host ?? ""] : endpoint.fronts.map { String($0.split(separator: ":")[0]) }
+        case .ampCache(let endpoint, _):
+            // Without fronts the connection goes to <prefix>.<cache host>, never a loopback literal.
+            hosts = endpoint.fronts.isEmpty ? [""] : endpoint.fronts.map { String($0.split(separator: ":")[0]) }
+        }
         return hosts.allSatisfy { host in
             host == "localhost" || host == "::1" || host == "[::1]"
                 || (host.hasPrefix("127.") && host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil })

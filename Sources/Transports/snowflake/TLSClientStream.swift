@@ -29,15 +29,16 @@ public final class TLSClientStream: SnowflakeByteStream {
     }
 
     /// Runs the handshake over `transport` and returns the encrypted stream.
+    /// `sendsServerName` false leaves SNI out (the certificate is still checked against the name).
     public static func handshake(over transport: any SnowflakeByteStream, serverName: String,
-                                 caFile: String?) async throws(SnowflakeError) -> TLSClientStream {
+                                 caFile: String?, sendsServerName: Bool = true) async throws(SnowflakeError) -> TLSClientStream {
         guard let context = caFile.map({ $0.withCString { postern_tls_client_context($0) } }) ?? postern_tls_client_context(nil) else {
             throw failure("the TLS context could not be created (CA file unreadable?)")
         }
         let isIP = serverName.contains(":") || serverName.split(separator: ".").allSatisfy { UInt8($0) != nil }
         var incoming: OpaquePointer?
         var outgoing: OpaquePointer?
-        guard let ssl = serverName.withCString({ postern_tls_client(context, $0, isIP ? 1 : 0, &incoming, &outgoing) }),
+        guard let ssl = serverName.withCString({ postern_tls_client(context, $0, isIP ? 1 : 0, sendsServerName ? 1 : 0, &incoming, &outgoing) }),
               let incoming, let outgoing else {
             SSL_CTX_free(context)
             throw failure("the TLS connection could not be set up")
@@ -143,17 +144,21 @@ public final class TLSClientStream: SnowflakeByteStream {
 public struct OpenSSLTLSConnector: SnowflakeStreamConnector {
     public var caFile: String?
     public var timeoutSeconds: Int
+    /// False leaves SNI out of the ClientHello (the bridge line's utls-nosni).
+    public var sendsServerName: Bool
 
-    public init(caFile: String? = nil, timeoutSeconds: Int = 15) {
+    public init(caFile: String? = nil, timeoutSeconds: Int = 15, sendsServerName: Bool = true) {
         self.caFile = caFile
         self.timeoutSeconds = timeoutSeconds
+        self.sendsServerName = sendsServerName
     }
 
     public func connect(host: String, port: UInt16, tlsServerName: String?) async throws(SnowflakeError) -> any SnowflakeByteStream {
         let tcp = try await TCPByteStream.connect(host: host, port: port, timeoutSeconds: timeoutSeconds)
         guard let tlsServerName else { return tcp }
         do {
-            return try await TLSClientStream.handshake(over: tcp, serverName: tlsServerName, caFile: caFile)
+            return try await TLSClientStream.handshake(over: tcp, serverName: tlsServerName, caFile: caFile,
+                                                     sendsServerName: sendsServerName)
         } catch {
             tcp.close()
             throw error

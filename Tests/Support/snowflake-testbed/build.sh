@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Builds the test bed's snowflake broker, server and vector tool OFFLINE with Debian's Go toolchain
+# Builds the test bed's snowflake broker, server, AMP cache and vector tool OFFLINE with Debian's Go toolchain
 # against Debian's Go packages (golang-snowflake-dev, golang-github-xtaci-kcp-dev,
 # golang-github-xtaci-smux-dev, golang-github-gorilla-websocket-dev) in GOPATH mode.
 #
-#   build.sh OUTDIR [broker server vectors]
+#   build.sh OUTDIR [broker server ampcache vectors]
 #
 # Debian installs some modules without their major-version suffix (snowflake under .../snowflake.git,
 # kcp-go under .../kcp-go, pion/webrtc...), but code imports them by module path (.../snowflake.git/v2,

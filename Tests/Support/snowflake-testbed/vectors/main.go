@@ -10,6 +10,11 @@
 // offer, and there the only one is the server-reflexive 127.x candidate from the test bed's STUN
 // server (TB_SNOWFLAKE_STUN; none without it).
 //
+// With -amp-cache-urls it prints instead the AMP cache URL vectors (amp.CacheURL, content type
+// "c"), Tests/SnowflakeTests/Vectors/amp-cache-urls.json; no namespace needed:
+//
+//	.build/snowflake-go/snowflake-test-vectors -amp-cache-urls > Tests/SnowflakeTests/Vectors/amp-cache-urls.json
+//
 // KCP and smux vectors are real traffic between two upstream endpoints over in-memory carriers,
 // recorded packet by packet (KCP) and write by write (smux); timestamps differ on every run.
 package main
@@ -18,10 +23,12 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"io"
 	"log"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -409,8 +416,60 @@ func captureSmux(v *vectors) {
 	v.Smux.Note = "client: OpenStream, Write(hello), read echo, Close; server: AcceptStream, read 5, echo, Close; client keepalive 300 ms"
 }
 
+// ampCacheURLVectors: publisher (broker) URL + cache URL -> amp.CacheURL(pub, cache, "c"), or the
+// error upstream returns.
+func ampCacheURLVectors() {
+	type vector struct {
+		Broker string `json:"broker"`
+		Cache  string `json:"cache"`
+		Result string `json:"result,omitempty"`
+		Error  bool   `json:"error,omitempty"`
+	}
+	pairs := [][2]string{
+		{"https://snowflake-broker.torproject.net/amp/client/0AAAAAAAAAAAA/MS4wCnt9", "https://cdn.ampproject.org/"},
+		{"https://snowflake-broker.torproject.net/amp/client/0AAAAAAAAAAAA/MS4wCnt9", "https://cdn.ampproject.org"},
+		{"https://snowflake-broker.test/amp/client/0AAAAAAAAAAAA/MS4wCnt9", "https://amp-cache.test/"},
+		{"http://127.0.5.1/amp/client/0AAAAAAAAAAAA/MS4wCnt9", "http://amp-cache.test:8080/sub/dir/"},
+		{"https://broker.example/some/path/amp/client/0x/eA", "https://cache.example/"},
+		{"https://ab--cd.example/amp/client/0x/eA", "https://cache.example/"},
+		{"https://a-b.example/amp/client/0x/eA", "https://cache.example/"},
+		{"https://" + strings.Repeat("long-label.", 6) + "example/amp/client/0x/eA", "https://cache.example/"},
+		{"https://broker.example:443/amp/client/0x/eA", "https://cache.example/"},
+		{"https://broker.example:8443/amp/client/0x/eA", "https://cache.example/"},
+		{"http://broker.example:8080/amp/client/0x/eA", "https://cache.example/"},
+		{"https://broker.example/amp/client/0x/eA", "https://cache.example/?q=1"},
+	}
+	var out []vector
+	for _, p := range pairs {
+		pub, err1 := url.Parse(p[0])
+		cache, err2 := url.Parse(p[1])
+		if err1 != nil || err2 != nil {
+			log.Fatalf("bad vector URLs %q %q", p[0], p[1])
+		}
+		v := vector{Broker: p[0], Cache: p[1]}
+		if u, err := amp.CacheURL(pub, cache, "c"); err != nil {
+			v.Error = true
+		} else {
+			v.Result = u.String()
+		}
+		out = append(out, v)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(map[string]interface{}{
+		"source":  "Debian bookworm golang-snowflake-dev 2.5.1-1 common/amp.CacheURL(pub, cache, \"c\"); captured by Tests/Support/snowflake-testbed/vectors/main.go -amp-cache-urls",
+		"vectors": out,
+	}); err != nil {
+		log.Fatal(err)
+	}
+}
+
 func main() {
 	log.SetFlags(0)
+	if len(os.Args) > 1 && os.Args[1] == "-amp-cache-urls" {
+		ampCacheURLVectors()
+		return
+	}
 	var v vectors
 	v.Source = "Debian bookworm: golang-snowflake-dev 2.5.1-1, golang-github-xtaci-kcp-dev 5.6.1-2, " +
 		"golang-github-xtaci-smux-dev 1.5.16+ds-1, golang-github-pion-webrtc.v3-dev; go1.19; captured by " +
