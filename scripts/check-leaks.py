@@ -39,7 +39,10 @@ SKIPPED = [
 def secrets_of(line):
     found = []
     for word in line.split():
-        if ":" in word and not word.startswith(("http", "stun:", "url=", "front", "ice=")):
+        # The bridge's address is a bare word; key=value arguments (url=, ampcache=, fronts=, ice=)
+        # name the rendezvous infrastructure, and splitting "ampcache=https://…" at its last colon
+        # once made "ampcache=https" a secret that any unit test mentioning an AMP cache "leaked".
+        if ":" in word and "=" not in word and not word.startswith(("http", "stun:")):
             found.append((word, "address"))
             found.append((word.rsplit(":", 1)[0].strip("[]"), "host"))
         if len(word) == 40 and all(c in "0123456789abcdefABCDEF" for c in word):
@@ -146,7 +149,11 @@ def self_test():
         with open(env, "w") as f:
             f.write(f"TB_BRIDGE_VANILLA=127.0.3.1:5001\\ {'ab' * 20}\n")
             f.write(f"TB_BRIDGE_OBFS4=obfs4\\ 127.0.3.2:5002\\ {'CD' * 20}\\ cert={cert}\\ iat-mode=0\n")
+            f.write(f"TB_BRIDGE_SNOWFLAKE_AMP=snowflake\\ 127.0.5.3:8080\\ {'EF' * 20}\\ fingerprint={'EF' * 20}\\ "
+                    "url=https://broker.test/\\ ampcache=https://amp.test/\\ fronts=127.0.5.4\\ ice=stun:127.0.5.2:3478\n")
         secrets = load_secrets(env)
+        if any(s.startswith(("ampcache=", "url=", "fronts=", "ice=")) for s, _, _ in secrets):
+            failures.append(f"rendezvous arguments taken for bridge secrets: {[s for s, _, _ in secrets if '=' in s]}")
         kinds = sorted({kind for _, kind, _ in secrets})
         if kinds != ["address", "cert", "fingerprint", "host"]:
             failures.append(f"secret kinds {kinds}")
@@ -160,7 +167,7 @@ def self_test():
             with open(path, "w") as f:
                 f.write(text)
 
-        write("logs/unit.log", "Test run with 3 tests passed\nbridge [scrubbed]\n")
+        write("logs/unit.log", "Test run with 3 tests passed\nbridge [scrubbed]\nsnowflake 192.0.2.3:80 ampcache=https://cdn.example/\n")
         write("tmp/postern-x/bridges.json", f'{{"line": "obfs4 127.0.3.2:5002 {"CD" * 20} cert={cert}"}}')
         write("tmp/postern-x/state/tor/lock", "")
         write("tmp/postern-x/state/tor/state", f"Guard in=bridges rsa_id={'CD' * 20} bridge_addr=127.0.3.2:5002\n")
