@@ -123,24 +123,7 @@ func bulkThroughTor(socks: TransportEndpoint, peer: TransportEndpoint, upload: B
     let socket = try await socksConnect(via: socks, to: peer, arguments: isolation)
     defer { socket.close() }
     let started = ContinuousClock.now
-    try await socket.write(sizeHeader(upload ? "U" : "D", bytes))
-    if upload {
-        var sent = 0
-        while sent < bytes {
-            let count = min(BulkPeer.block.count, bytes - sent)
-            try await socket.write(count == BulkPeer.block.count ? BulkPeer.block : Array(BulkPeer.block.prefix(count)))
-            sent += count
-        }
-        var reader = Reader(socket: socket)
-        guard try await reader.read(1) == [1] else { throw SnowflakeBenchmarkError(description: "upload not acknowledged") }
-    } else {
-        var received = 0
-        while received < bytes {
-            let chunk = try await socket.read(maximumCount: 65536)
-            if chunk.isEmpty { throw SnowflakeBenchmarkError(description: "download ended after \(received) bytes") }
-            received += chunk.count
-        }
-    }
+    try await exchangeWithBulkPeer(on: socket, upload: upload, bytes: bytes)
     return Double(bytes) / seconds(ContinuousClock.now - started) / 1_000_000
 }
 

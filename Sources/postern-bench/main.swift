@@ -122,6 +122,31 @@ struct Reader {
     }
 }
 
+struct BulkTransferError: Error, CustomStringConvertible { let description: String }
+
+/// Asks the bulk peer for `bytes` (download) or sends them (upload, which the peer acknowledges
+/// with one byte), over a stream already opened to it.
+func exchangeWithBulkPeer(on socket: TCPSocket, upload: Bool, bytes: Int) async throws {
+    try await socket.write(sizeHeader(upload ? "U" : "D", bytes))
+    if upload {
+        var sent = 0
+        while sent < bytes {
+            let count = min(BulkPeer.block.count, bytes - sent)
+            try await socket.write(count == BulkPeer.block.count ? BulkPeer.block : Array(BulkPeer.block.prefix(count)))
+            sent += count
+        }
+        var reader = Reader(socket: socket)
+        guard try await reader.read(1) == [1] else { throw BulkTransferError(description: "upload not acknowledged") }
+    } else {
+        var received = 0
+        while received < bytes {
+            let chunk = try await socket.read(maximumCount: 65536)
+            if chunk.isEmpty { throw BulkTransferError(description: "download ended after \(received) bytes") }
+            received += chunk.count
+        }
+    }
+}
+
 func sizeHeader(_ kind: Character, _ size: Int) -> [UInt8] {
     [kind.asciiValue!] + (0..<8).reversed().map { UInt8(truncatingIfNeeded: size >> ($0 * 8)) }
 }
@@ -143,24 +168,7 @@ func transfer(_ client: ClientUnderTest, upload: Bool, bytes: Int, bridge: Trans
     let started = ContinuousClock.now
     let socket = try await socksConnect(via: client.socks, to: bridge, arguments: arguments)
     defer { socket.close() }
-    try await socket.write(sizeHeader(upload ? "U" : "D", bytes))
-    if upload {
-        var sent = 0
-        while sent < bytes {
-            let count = min(BulkPeer.block.count, bytes - sent)
-            try await socket.write(count == BulkPeer.block.count ? BulkPeer.block : Array(BulkPeer.block.prefix(count)))
-            sent += count
-        }
-        var reader = Reader(socket: socket)
-        guard try await reader.read(1) == [1] else { throw UsageError(description: "upload not acknowledged") }
-    } else {
-        var received = 0
-        while received < bytes {
-            let chunk = try await socket.read(maximumCount: 65536)
-            if chunk.isEmpty { throw UsageError(description: "download ended after \(received) bytes") }
-            received += chunk.count
-        }
-    }
+    try await exchangeWithBulkPeer(on: socket, upload: upload, bytes: bytes)
     let elapsed = seconds(ContinuousClock.now - started)
     return Measurement(seconds: elapsed, cpuSeconds: client.child.cpuSeconds - cpuBefore, bytes: bytes)
 }
@@ -243,6 +251,24 @@ func runObfs4Benchmark(megabytes: Int, handshakes: Int, rounds: Int) async throw
     print("RESULT throughput ratio upload \(format(throughputRatios[0])) download \(format(throughputRatios[1])); CPU ratio upload \(format(cpuRatios[0])) download \(format(cpuRatios[1]))")
 }
 
+/// "--name N" pairs with N > 0, each name one of `defaults`' keys; anything else exits 64 naming the word.
+func positiveOptions(_ words: [String], defaults: [String: Int]) -> [String: Int] {
+    var values = defaults
+    var index = 0
+    while index < words.count {
+        let flag = words[index]
+        let number = index + 1 < words.count ? Int(words[index + 1]) : nil
+        guard let number, number > 0, values[flag] != nil else {
+            let expected = defaults.keys.sorted().map { "\($0) N" }.joined(separator: ", ")
+            FileHandle.standardError.write(Data("postern-bench: bad argument \"\(flag)\" (expected \(expected); N > 0)\n".utf8))
+            exit(64)
+        }
+        values[flag] = number
+        index += 2
+    }
+    return values
+}
+
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "pt-client":
@@ -250,47 +276,17 @@ case "pt-client":
     let registry = try TransportRegistry([Obfs4Transport(), SnowflakeTransport()])
     exit(await ManagedClientProxy.run(registry: registry, environment: ProcessInfo.processInfo.environment))
 case "obfs4":
-    var megabytes = 100, handshakes = 30, rounds = 1
-    var index = 1
-    while index < arguments.count {
-        let flag = arguments[index]
-        let number = index + 1 < arguments.count ? Int(arguments[index + 1]) : nil
-        guard let number, number > 0, ["--megabytes", "--handshakes", "--rounds"].contains(flag) else {
-            FileHandle.standardError.write(Data("postern-bench: bad argument \"\(flag)\" (expected --megabytes N, --handshakes N or --rounds N, N > 0)\n".utf8))
-            exit(64)
-        }
-        switch flag {
-        case "--megabytes": megabytes = number
-        case "--handshakes": handshakes = number
-        default: rounds = number
-        }
-        index += 2
-    }
+    let options = positiveOptions(Array(arguments.dropFirst()), defaults: ["--megabytes": 100, "--handshakes": 30, "--rounds": 1])
     do {
-        try await runObfs4Benchmark(megabytes: megabytes, handshakes: handshakes, rounds: rounds)
+        try await runObfs4Benchmark(megabytes: options["--megabytes"]!, handshakes: options["--handshakes"]!, rounds: options["--rounds"]!)
     } catch {
         FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
         exit(1)
     }
 case "snowflake":
-    var rounds = 2, megabytes = 10, samples = 5
-    var index = 1
-    while index < arguments.count {
-        let flag = arguments[index]
-        let number = index + 1 < arguments.count ? Int(arguments[index + 1]) : nil
-        guard let number, number > 0, ["--megabytes", "--rounds", "--samples"].contains(flag) else {
-            FileHandle.standardError.write(Data("postern-bench: bad argument \"\(flag)\" (expected --rounds N, --megabytes N or --samples N, N > 0)\n".utf8))
-            exit(64)
-        }
-        switch flag {
-        case "--megabytes": megabytes = number
-        case "--samples": samples = number
-        default: rounds = number
-        }
-        index += 2
-    }
+    let options = positiveOptions(Array(arguments.dropFirst()), defaults: ["--rounds": 2, "--megabytes": 10, "--samples": 5])
     do {
-        try await runSnowflakeBenchmark(rounds: rounds, megabytes: megabytes, firstBytes: samples)
+        try await runSnowflakeBenchmark(rounds: options["--rounds"]!, megabytes: options["--megabytes"]!, firstBytes: options["--samples"]!)
     } catch {
         FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
         exit(1)
