@@ -77,8 +77,7 @@ extension TestBedSuite {
                                           cacheFile: state.appendingPathComponent("geo.csv"), http: http)
         let relayURL = "ws://127.0.4.8:8521"
         let manager = NostrRelayManager(activation: activation, relays: [relayURL])
-        let inbox = RelayInboxForLeakTest()
-        let inboxTask = Task { for await message in manager.messages { await inbox.append(message) } }
+        let (inbox, inboxTask) = startInbox(manager)
         defer { inboxTask.cancel() }
         await manager.connect()
         let keys = NostrKeyPair.generate()
@@ -147,17 +146,4 @@ private func censorDropCount() throws -> Int {
         if let index = words.firstIndex(of: "packets"), index + 1 < words.count, let count = Int(words[index + 1]) { total += count }
     }
     return total
-}
-
-private actor RelayInboxForLeakTest {
-    private(set) var messages: [NostrRelayMessage] = []
-    func append(_ message: NostrRelayMessage) { messages.append(message) }
-    func wait(timeout: Double, for predicate: @Sendable (NostrRelayMessage) -> Bool) async -> NostrRelayMessage? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let found = messages.first(where: predicate) { return found }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        return nil
-    }
 }

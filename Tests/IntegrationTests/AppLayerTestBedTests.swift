@@ -5,7 +5,7 @@ import Testing
 @testable import PosternCore
 
 /// Collects relay messages for assertions (the manager's stream has one consumer).
-private actor RelayInbox {
+actor RelayInbox {
     private(set) var messages: [NostrRelayMessage] = []
     func append(_ message: NostrRelayMessage) { messages.append(message) }
 
@@ -19,7 +19,7 @@ private actor RelayInbox {
     }
 }
 
-private func startInbox(_ manager: NostrRelayManager) -> (RelayInbox, Task<Void, Never>) {
+func startInbox(_ manager: NostrRelayManager) -> (RelayInbox, Task<Void, Never>) {
     let inbox = RelayInbox()
     let task = Task { for await message in manager.messages { await inbox.append(message) } }
     return (inbox, task)
