@@ -94,6 +94,8 @@ public struct BridgeConfiguration: Hashable, Sendable {
     /// The "Tor routing" preference. Default on; a missing or non-boolean stored value reads as on.
     public var torEnabled = true
     public internal(set) var customRelays: [NostrRelayURL] = []
+    /// External transports (`postern transport plugin`), in the order they were added.
+    public internal(set) var plugins: [TransportPlugin] = []
 
     public init() {}
 
@@ -188,8 +190,9 @@ public struct BridgeConfiguration: Hashable, Sendable {
     }
 
     /// Restores relays read from the store without the cap check (the file was written by us).
-    mutating func restore(bridges: [StoredBridge], relays: [NostrRelayURL]) {
+    mutating func restore(bridges: [StoredBridge], relays: [NostrRelayURL], plugins: [TransportPlugin] = []) {
         self.bridges = bridges
         self.customRelays = relays
+        self.plugins = plugins
     }
 }

@@ -30,6 +30,15 @@ public struct BridgePaste: Hashable, Sendable {
     /// Input that was deliberately skipped (torrc options other than `Bridge`).
     public private(set) var notes: [BridgeConfigDiagnostic] = []
 
+    /// A `ClientTransportPlugin NAME exec PATH ARGS` line: an external transport the paste offers.
+    /// Never stored by parsing; the caller asks the user (or is told to accept them).
+    public struct PluginOffer: Hashable, Sendable {
+        public let location: PasteLocation
+        public let plugin: TransportPlugin
+    }
+
+    public private(set) var pluginOffers: [PluginOffer] = []
+
     /// True when the paste held neither a bridge line nor anything that looked like one.
     public var isEmpty: Bool { accepted.isEmpty && rejected.isEmpty }
 
@@ -98,8 +107,7 @@ public struct BridgePaste: Hashable, Sendable {
                 return
             }
             if option == "clienttransportplugin" {
-                notes.append(BridgeConfigDiagnostic(code: .torrcOptionIgnored,
-                    message: "\(location): ClientTransportPlugin is ignored; Postern runs its own transports", location: location))
+                readPluginLine(Array(words.dropFirst()), at: location)
                 return
             }
             if Self.otherTorrcOptions.contains(option),
@@ -122,6 +130,30 @@ public struct BridgePaste: Hashable, Sendable {
             accepted.append(Accepted(location: location, line: parsed.line))
         } catch {
             rejected.append(error.located(at: location))
+        }
+    }
+
+    /// `ClientTransportPlugin NAME[,NAME] exec PATH [ARGS]` becomes an offer; the `socks4`/`socks5`
+    /// forms (a proxy someone started by hand) and malformed lines are skipped with a note that
+    /// says why, without echoing the words.
+    private mutating func readPluginLine(_ words: [String], at location: PasteLocation) {
+        func skip(_ reason: String) {
+            notes.append(BridgeConfigDiagnostic(code: .torrcOptionIgnored,
+                message: "\(location): ClientTransportPlugin is ignored: \(reason)", location: location))
+        }
+        guard words.count >= 3 else { return skip("it needs NAME exec PATH") }
+        let mode = words[1].lowercased()
+        guard mode == "exec" else {
+            return skip(mode == "socks4" || mode == "socks5"
+                        ? "Postern starts and runs its transports itself; a proxy started by hand is not used"
+                        : "the second word must be exec")
+        }
+        do throws(BridgeConfigError) {
+            let plugin = try TransportPlugin(names: try TransportPlugin.names(parsing: words[0]), executable: words[2],
+                                             arguments: Array(words.dropFirst(3)))
+            pluginOffers.append(PluginOffer(location: location, plugin: plugin))
+        } catch {
+            skip(error.message)
         }
     }
 

@@ -107,6 +107,14 @@ public struct BridgeStore: Sendable {
         let transport: String?
         let torEnabled: DefaultOnBool?
         let relays: [String]?
+        let plugins: [Plugin]?
+
+        struct Plugin: Codable {
+            let names: [String]
+            let path: String
+            let arguments: [String]
+            let replacesBuiltin: Bool
+        }
     }
 
     func decode(_ data: Data) throws(BridgeConfigError) -> BridgeConfiguration {
@@ -169,7 +177,26 @@ public struct BridgeStore: Sendable {
         guard relays.count <= NostrRelayURL.maximumCustom else {
             throw corrupt("it holds more than \(NostrRelayURL.maximumCustom) custom relays")
         }
-        configuration.restore(bridges: bridges, relays: relays)
+        var plugins: [TransportPlugin] = []
+        for (offset, entry) in (file.plugins ?? []).enumerated() {
+            let plugin: TransportPlugin
+            do throws(BridgeConfigError) {
+                var names: [TransportName] = []
+                for name in entry.names { names.append(try TransportName(validating: name)) }
+                plugin = try TransportPlugin(names: names, executable: entry.path,
+                                             arguments: entry.arguments, replacesBuiltin: entry.replacesBuiltin)
+            } catch {
+                throw corrupt("plugin \(offset + 1) is not valid (\(error.message))")
+            }
+            guard !plugins.contains(where: { !Set($0.names).isDisjoint(with: plugin.names) }) else {
+                throw corrupt("plugin \(offset + 1) serves a transport another plugin serves too")
+            }
+            plugins.append(plugin)
+        }
+        guard plugins.count <= BridgeConfiguration.maximumPlugins else {
+            throw corrupt("it holds more than \(BridgeConfiguration.maximumPlugins) plugins")
+        }
+        configuration.restore(bridges: bridges, relays: relays, plugins: plugins)
         return configuration
     }
 
@@ -179,7 +206,11 @@ public struct BridgeStore: Sendable {
             bridges: configuration.bridges.map { .init(id: $0.id.rawValue, line: $0.line.description, enabled: $0.isEnabled) },
             transport: configuration.transport.rawValue,
             torEnabled: DefaultOnBool(configuration.torEnabled),
-            relays: configuration.customRelays.map(\.rawValue))
+            relays: configuration.customRelays.map(\.rawValue),
+            // Left out when there are none, so files without plugins stay as older versions wrote them.
+            plugins: configuration.plugins.isEmpty ? nil : configuration.plugins.map {
+                .init(names: $0.names.map(\.rawValue), path: $0.executable, arguments: $0.arguments, replacesBuiltin: $0.replacesBuiltin)
+            })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         do {

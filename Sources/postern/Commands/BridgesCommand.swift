@@ -17,15 +17,17 @@ extension Command {
         .flag("dry-run", "check and report every line without storing anything"),
         .flag("all-or-nothing", "store nothing if any line is rejected (exit 1)"),
         .flag("json", "print the report as JSON"),
+        .flag("accept-plugins", "also store the paste's 'ClientTransportPlugin NAME exec PATH' lines as plugins"),
     ]
 
     static let pasteDetails = """
     Accepts what people paste: lines with or without 'Bridge', comments (#, //), blank lines, quotes,
-    torrc fragments (UseBridges, ClientTransportPlugin and other options are skipped with a note) and
-    the JSON array of strings shared in QR codes. Every line is reported: stored (with its new ID),
+    torrc fragments (UseBridges and other options are skipped with a note) and the JSON array of strings shared in QR codes. Every line is reported: stored (with its new ID),
     already stored, or rejected with its line number, word and reason. Valid lines are stored even
     when others are rejected, unless --all-or-nothing is given; the exit status is 1 if any line was
-    rejected or could not be stored.
+    rejected or could not be stored. A 'ClientTransportPlugin NAME exec PATH ARGS' line is an external
+    transport: it is never stored silently; the report prints the 'postern transport plugin add'
+    command that would store it, and --accept-plugins stores it (see 'postern transport plugin').
     """
 
     static let bridgesAdd = Command(

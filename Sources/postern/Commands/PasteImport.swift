@@ -15,7 +15,8 @@ struct PasteImport {
     struct Item: Encodable {
         enum Status: String, Encodable {
             case stored, updated, alreadyStored = "already-stored", wouldStore = "would-store",
-                 wouldUpdate = "would-update", rejected, notStored = "not-stored", warning, note
+                 wouldUpdate = "would-update", rejected, notStored = "not-stored", warning, note,
+                 pluginOffered = "plugin-offered", pluginStored = "plugin-stored", pluginNotStored = "plugin-not-stored"
         }
         let line: Int?
         let entry: Int?
@@ -27,18 +28,22 @@ struct PasteImport {
         let code: String?
         let word: Int?
         let message: String?
+        /// For a plugin line: the command that stores it.
+        let command: String?
 
         init(location: PasteLocation?, status: Status, id: BridgeID? = nil, line bridgeLine: BridgeLine? = nil,
-             policy: LoggingPolicy, code: BridgeConfigError.Code? = nil, word: Int? = nil, message: String? = nil) {
+             policy: LoggingPolicy, code: BridgeConfigError.Code? = nil, word: Int? = nil, message: String? = nil,
+             command: String? = nil, plugin: String? = nil) {
             self.line = location?.line
             self.entry = location?.entry
             self.status = status
             self.id = id?.rawValue
-            self.transport = bridgeLine?.transport.description(policy: policy)
+            self.transport = plugin ?? bridgeLine?.transport.description(policy: policy)
             self.bridge = bridgeLine?.description(policy: policy)
             self.code = code?.rawValue
             self.word = word
             self.message = message.map { Self.withoutLocation($0, location) }
+            self.command = command
         }
 
         /// BridgePaste puts "line 4: " in front of its messages; the report prints the location once.
@@ -65,6 +70,10 @@ struct PasteImport {
             case .notStored: return "\(locationText): not stored: \(message ?? "")"
             case .warning: return "\(locationText): warning: \(message ?? "")"
             case .note: return "\(locationText): note: \(message ?? "")"
+            case .pluginOffered:
+                return "\(locationText): plugin \(transport ?? "?") not stored (never silently); to use it, run: \(command ?? "")  (or repeat with --accept-plugins)"
+            case .pluginStored: return "\(locationText): stored the plugin \(transport ?? "?") (\(message ?? ""))"
+            case .pluginNotStored: return "\(locationText): plugin \(transport ?? "?") not stored: \(message ?? "")"
             }
         }
 
@@ -86,6 +95,8 @@ struct PasteImport {
         var notStored = 0
         /// Valid lines held back because of `--all-or-nothing`.
         var heldBack = 0
+        /// `ClientTransportPlugin ... exec` lines: offered (not stored) and stored (--accept-plugins).
+        var pluginsOffered = 0, pluginsStored = 0
     }
 
     struct Report: Encodable {
@@ -111,6 +122,20 @@ struct PasteImport {
         let policy = invocation.loggingPolicy
         let paste = BridgePaste.parse(text, logging: policy)
         let store = try invocation.bridgeStore()
+        let acceptPlugins = invocation.arguments.flag("accept-plugins") && !dryRun
+        var pluginOutcomes: [BridgeConfigError?] = []
+        func applyPlugins(to configuration: inout BridgeConfiguration) {
+            guard acceptPlugins else { return }
+            pluginOutcomes = paste.pluginOffers.map { offer -> BridgeConfigError? in
+                do throws(BridgeConfigError) {
+                    try PluginCheck.executable(offer.plugin.executable)
+                    try configuration.addPlugin(offer.plugin)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+        }
 
         var outcomes: [Outcome] = []
         var aborted = false
@@ -129,7 +154,7 @@ struct PasteImport {
             }
         }
         if paste.accepted.isEmpty {
-            // Nothing to store; nothing to touch.
+            if acceptPlugins && !paste.pluginOffers.isEmpty { try store.update { applyPlugins(to: &$0) } }
         } else if dryRun {
             var configuration = try store.load()
             apply(to: &configuration)
@@ -139,6 +164,7 @@ struct PasteImport {
             do {
                 try store.update { configuration in
                     apply(to: &configuration)
+                    applyPlugins(to: &configuration)
                     if allOrNothing, outcomes.contains(where: { if case .failed = $0 { true } else { false } }) {
                         throw AllOrNothingAbort()
                     }
@@ -190,11 +216,32 @@ struct PasteImport {
         for note in paste.notes {
             items.append(Item(location: note.location, status: .note, policy: policy, code: note.code, message: note.message))
         }
+        for (index, offer) in paste.pluginOffers.enumerated() {
+            let names = offer.plugin.names.map(\.rawValue).joined(separator: ",")
+            if acceptPlugins && !aborted, index < pluginOutcomes.count {
+                if let error = pluginOutcomes[index] {
+                    items.append(Item(location: offer.location, status: .pluginNotStored, policy: policy, code: error.code,
+                                      message: error.message, plugin: names))
+                    counts.notStored += 1
+                } else {
+                    items.append(Item(location: offer.location, status: .pluginStored, policy: policy,
+                                      message: offer.plugin.executable, command: offer.plugin.addCommand, plugin: names))
+                    counts.pluginsStored += 1
+                }
+            } else {
+                items.append(Item(location: offer.location, status: .pluginOffered, policy: policy, code: .pluginOffered,
+                                  command: offer.plugin.addCommand, plugin: names))
+                counts.pluginsOffered += 1
+            }
+        }
         items.sort { $0.sortKey < $1.sortKey }
 
-        let changed = !dryRun && !aborted && (counts.stored + counts.updated) > 0
-        let summary = summaryLine(counts: counts, aborted: aborted, foundNothing: paste.isEmpty)
-        let failed = paste.isEmpty || counts.rejected > 0 || counts.notStored > 0
+        let changed = !dryRun && !aborted && (counts.stored + counts.updated + counts.pluginsStored) > 0
+        let foundNothing = paste.isEmpty && paste.pluginOffers.isEmpty
+        var summary = summaryLine(counts: counts, aborted: aborted, foundNothing: foundNothing)
+        if counts.pluginsStored > 0 { summary += "; stored \(plural(counts.pluginsStored, "plugin"))" }
+        if counts.pluginsOffered > 0 { summary += "; \(plural(counts.pluginsOffered, "plugin")) offered, not stored" }
+        let failed = foundNothing || counts.rejected > 0 || counts.notStored > 0
         if invocation.json {
             try invocation.output.json(Report(source: sourceName, dryRun: dryRun, allOrNothing: allOrNothing, changed: changed,
                                               scrubbed: !policy.unsafeLogging, counts: counts, items: items, summary: summary))
@@ -206,6 +253,9 @@ struct PasteImport {
 
     private func summaryLine(counts: Counts, aborted: Bool, foundNothing: Bool) -> String {
         if foundNothing { return "no bridge lines found in \(sourceName); nothing stored" }
+        if counts.stored + counts.updated + counts.alreadyStored + counts.rejected + counts.notStored + counts.heldBack == 0 {
+            return "no bridge lines found in \(sourceName)"
+        }
         var parts: [String] = []
         if aborted {
             parts.append("stored nothing (--all-or-nothing)")

@@ -13,7 +13,7 @@ extension Command {
         transport, or the built-in ones.
         """,
         options: [.flag("json", "print the choice as JSON")],
-        subcommands: [.transportUse, .transportLimits],
+        subcommands: [.transportUse, .transportLimits, .transportPlugin],
         run: { invocation in
             try invocation.requireNoPositionals()
             let configuration = try invocation.bridgeStore().load()

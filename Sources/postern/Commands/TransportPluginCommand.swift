@@ -1,0 +1,169 @@
+import BridgeConfig
+import Foundation
+
+extension Command {
+    static let transportPlugin = Command(
+        name: "plugin",
+        summary: "External transports: pt-spec managed clients such as obfs4proxy or snowflake-client",
+        details: """
+        A plugin is a program that speaks the pluggable-transport spec (a managed client, as tor runs
+        one with 'ClientTransportPlugin NAME exec PATH'). Postern starts it itself when a bridge of one
+        of its transports is used (by 'run', connection assist, 'ab' and 'bridges test') and stops it
+        afterwards. A plugin for a transport Postern lacks (meek_lite, ...) is used for that transport's
+        bridges, built-in ones included. A plugin never replaces Postern's own obfs4 or snowflake unless
+        it was added with --replace-builtin; without it, it is still there to compare against
+        ('postern ab obfs4 plugin:obfs4'). See docs/transports.md.
+
+        Examples:
+          postern transport plugin add obfs4 /usr/bin/obfs4proxy
+          postern transport plugin add --replace-builtin snowflake /usr/bin/snowflake-client
+          postern transport plugin add meek_lite,obfs3 /usr/bin/obfs4proxy -- -enableLogging
+          postern transport plugin list --json
+          postern transport plugin remove meek_lite
+        """,
+        options: [.flag("json", "print the plugins as JSON")],
+        subcommands: [.transportPluginAdd, .transportPluginList, .transportPluginRemove],
+        run: { invocation in try listPlugins(invocation) })
+
+    static let transportPluginAdd = Command(
+        name: "add",
+        summary: "Add an external transport for one or more transport names",
+        synopsis: "NAME[,NAME...] PATH [-- ARGS...]",
+        details: """
+        NAME is the transport name in bridge lines (obfs4, snowflake, meek_lite, ...); several names
+        served by one program are separated by commas. PATH is the program's absolute path; it must
+        exist and be executable. ARGS are passed to it as they are; put '--' before them when one
+        starts with '-'. Adding again for the same names replaces the plugin.
+
+        Examples:
+          postern transport plugin add obfs4 /usr/bin/obfs4proxy
+          postern transport plugin add --replace-builtin obfs4 /usr/bin/obfs4proxy
+          postern transport plugin add snowflake /usr/bin/snowflake-client -- -log /tmp/sf.log
+        """,
+        options: [
+            .flag("replace-builtin", "use the plugin instead of Postern's own transport of the same name (obfs4, snowflake)"),
+            .flag("json", "print the stored plugin as JSON"),
+        ],
+        run: { invocation in
+            let positionals = try invocation.requirePositionals("NAME[,NAME...] and PATH")
+            guard positionals.count >= 2 else {
+                throw invocation.usageError("add takes NAME[,NAME...] PATH [ARGS...], e.g. 'obfs4 /usr/bin/obfs4proxy'")
+            }
+            let plugin: TransportPlugin
+            do throws(BridgeConfigError) {
+                plugin = try TransportPlugin(names: try TransportPlugin.names(parsing: positionals[0]), executable: positionals[1],
+                                             arguments: Array(positionals.dropFirst(2)),
+                                             replacesBuiltin: invocation.arguments.flag("replace-builtin"))
+            } catch {
+                throw invocation.usageError(error.message)
+            }
+            let builtins = Transports.builtinNames
+            if plugin.replacesBuiltin, !plugin.names.contains(where: { builtins.contains($0.rawValue) }) {
+                throw invocation.usageError("--replace-builtin is for a name Postern implements itself (\(builtins.joined(separator: ", "))); \(plugin.names.map(\.rawValue).joined(separator: ",")) is none")
+            }
+            try PluginCheck.executable(plugin.executable)
+            try invocation.bridgeStore().update { try $0.addPlugin(plugin) }
+            if invocation.json {
+                try invocation.output.json(PluginListing(plugin))
+                return 0
+            }
+            var lines = ["stored the plugin \(plugin.names.map(\.rawValue).joined(separator: ",")): \(plugin.executable)"]
+            for name in plugin.names where builtins.contains(name.rawValue) {
+                lines.append(plugin.replacesBuiltin
+                    ? "\(name): the plugin replaces Postern's own \(name) everywhere"
+                    : "\(name): Postern keeps using its own \(name); the plugin is used where asked for ('postern ab \(name) plugin:\(name)'); add it with --replace-builtin to use it everywhere")
+            }
+            invocation.output.print(lines.joined(separator: "\n"))
+            return 0
+        })
+
+    static let transportPluginList = Command(
+        name: "list",
+        summary: "List the external transports",
+        details: "Example: 'postern transport plugin list --json'.",
+        options: [.flag("json", "print the plugins as JSON")],
+        run: { invocation in try listPlugins(invocation) })
+
+    static let transportPluginRemove = Command(
+        name: "remove",
+        summary: "Remove the plugin that serves a transport name (with all its names)",
+        synopsis: "NAME",
+        details: "Example: 'postern transport plugin remove obfs4'.",
+        run: { invocation in
+            let positionals = try invocation.requirePositionals("a transport NAME")
+            guard positionals.count == 1 else { throw invocation.usageError("remove takes one NAME, got \(positionals.count)") }
+            guard let name = TransportName.known(matching: positionals[0]) ?? TransportName(positionals[0]) else {
+                throw invocation.usageError("'\(positionals[0].prefix(64))' is not a transport name")
+            }
+            let removed = try invocation.bridgeStore().update { try $0.removePlugin(serving: name) }
+            invocation.output.print("removed the plugin \(removed.names.map(\.rawValue).joined(separator: ",")): \(removed.executable)")
+            return 0
+        })
+
+    private static func listPlugins(_ invocation: Invocation) throws -> Int32 {
+        try invocation.requireNoPositionals()
+        let plugins = try invocation.bridgeStore().load().plugins
+        if invocation.json {
+            try invocation.output.json(plugins.map(PluginListing.init))
+            return 0
+        }
+        guard !plugins.isEmpty else {
+            invocation.output.print("no plugins (add one with 'postern transport plugin add obfs4 /usr/bin/obfs4proxy')")
+            return 0
+        }
+        let builtins = Transports.builtinNames
+        invocation.output.print(Table.render(header: ["NAMES", "USED FOR", "COMMAND"], rows: plugins.map { plugin in
+            let use = plugin.names.map { name in
+                builtins.contains(name.rawValue) && !plugin.replacesBuiltin ? "plugin:\(name)" : name.rawValue
+            }
+            return [plugin.names.map(\.rawValue).joined(separator: ","), use.joined(separator: ","),
+                    ([plugin.executable] + plugin.arguments).map(TransportPluginQuoting.quoted).joined(separator: " ")]
+        }))
+        return 0
+    }
+}
+
+/// A plugin as `plugin list --json` shows it.
+struct PluginListing: Encodable {
+    let names: [String]
+    let path: String
+    let arguments: [String]
+    let replacesBuiltin: Bool
+    /// The routes the plugin is used for: the name itself, or `plugin:NAME` where Postern keeps its own.
+    let routes: [String]
+
+    init(_ plugin: TransportPlugin) {
+        names = plugin.names.map(\.rawValue)
+        path = plugin.executable
+        arguments = plugin.arguments
+        replacesBuiltin = plugin.replacesBuiltin
+        routes = plugin.names.map { name in
+            Transports.builtinNames.contains(name.rawValue) && !plugin.replacesBuiltin ? "plugin:\(name)" : name.rawValue
+        }
+    }
+}
+
+enum TransportPluginQuoting {
+    static func quoted(_ word: String) -> String {
+        let plain = !word.isEmpty && word.unicodeScalars.allSatisfy { $0.isASCII && !" '\"\\$`!*?#&;|<>(){}[]~".unicodeScalars.contains($0) }
+        return plain ? word : "'" + word.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+}
+
+/// Checks done when a plugin is added (and again, by the launcher, when it is started).
+enum PluginCheck {
+    /// The path names an existing regular file this user may execute.
+    static func executable(_ path: String) throws(BridgeConfigError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw BridgeConfigError(code: .badPluginPath, kind: .conflict,
+                                    message: "the plugin \(path) cannot be used: \(String(cString: strerror(errno)))")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw BridgeConfigError(code: .badPluginPath, kind: .conflict, message: "the plugin \(path) is not a regular file")
+        }
+        guard access(path, X_OK) == 0 else {
+            throw BridgeConfigError(code: .badPluginPath, kind: .conflict, message: "the plugin \(path) is not executable")
+        }
+    }
+}
