@@ -31,6 +31,8 @@ let package = Package(
                        providers: [.apt(["libsodium-dev"])]),
         // Linux epoll for the transports' socket event loop (not exported by Glibc).
         .systemLibrary(name: "CEpoll", path: "Sources/CEpoll"),
+        // fork/exec of external transports with PR_SET_PDEATHSIG and their own process group.
+        .systemLibrary(name: "CSpawn", path: "Sources/CSpawn"),
 
         // libqrencode (Debian libqrencode-dev) for `postern bridges export --format qr`.
         .systemLibrary(name: "CQREncode", path: "Sources/CQREncode", pkgConfig: "libqrencode",
@@ -44,7 +46,7 @@ let package = Package(
 
         .target(name: "BridgeConfig", path: "Sources/BridgeConfig",
                 resources: [.copy("Resources/builtin-bridges.json")]),
-        .target(name: "TransportBase", dependencies: ["BridgeConfig", "CEpoll"], path: "Sources/Transports/Base"),
+        .target(name: "TransportBase", dependencies: ["BridgeConfig", "CEpoll", "CSpawn"], path: "Sources/Transports/Base"),
         .target(name: "Obfs4Transport", dependencies: ["TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.

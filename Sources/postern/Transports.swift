@@ -1,17 +1,72 @@
+import BridgeConfig
+import Foundation
 import Obfs4Transport
 import SnowflakeTransport
+import Synchronization
 import TransportBase
 
-/// The transports this executable offers, assembled explicitly (no transport knows another).
+/// The transports this executable offers, assembled explicitly (no transport knows another): its
+/// own obfs4 and snowflake, and the user's external plugins (`postern transport plugin`).
+///
+/// A plugin serves its names unless one is a name Postern implements itself and the plugin was not
+/// added with --replace-builtin: then Postern's own transport keeps the name, and the plugin is
+/// used only where asked for by name (an A/B route `plugin:obfs4` runs its child with the plugin
+/// marked as replacing).
 enum Transports {
-    static func registry() throws -> TransportRegistry {
-        try TransportRegistry([Obfs4Transport(), SnowflakeTransport()])
+    /// The names Postern implements itself.
+    static let builtinNames: [String] = ["obfs4", "snowflake"]
+
+    static func registry(plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
+        try assemble(own: [Obfs4Transport(), SnowflakeTransport()], plugins: plugins, stateLocation: stateLocation,
+                     dialTimeout: .seconds(60))
     }
 
     /// The same transports with their waits shortened to `handshakeTimeout`, for health checks
     /// that must flag a silent bridge quickly (`postern bridges test`).
-    static func registry(handshakeTimeout: Duration) throws -> TransportRegistry {
-        try TransportRegistry([Obfs4Transport(connectTimeout: handshakeTimeout, handshakeTimeout: handshakeTimeout, retryForOldBridges: true),
-                               SnowflakeTransport(proxyPatience: handshakeTimeout * 2, waitsForDataChannel: true)])
+    static func registry(handshakeTimeout: Duration, plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
+        try assemble(own: [Obfs4Transport(connectTimeout: handshakeTimeout, handshakeTimeout: handshakeTimeout, retryForOldBridges: true),
+                           SnowflakeTransport(proxyPatience: handshakeTimeout * 2, waitsForDataChannel: true)],
+                     plugins: plugins, stateLocation: stateLocation, dialTimeout: handshakeTimeout * 2)
+    }
+
+    /// The plugins that serve `name` in a registry built from `plugins` (for messages and `ab`).
+    static func plugin(serving name: String, in plugins: [TransportPlugin]) -> TransportPlugin? {
+        plugins.first { plugin in
+            plugin.names.contains { $0.rawValue == name } && (plugin.replacesBuiltin || !builtinNames.contains(name))
+        }
+    }
+
+    /// Every plugin process this process started, to stop them when a command ends.
+    private static let clients = Mutex<[ManagedPluginClient]>([])
+
+    /// Stops every plugin this process started (stdin closed, SIGTERM, SIGKILL after a grace).
+    static func stopPlugins() async {
+        let running = clients.withLock { clients -> [ManagedPluginClient] in
+            defer { clients = [] }
+            return clients
+        }
+        for client in running { await client.stop() }
+    }
+
+    private static func assemble(own: [any PluggableTransport], plugins: [TransportPlugin], stateLocation: URL?,
+                                 dialTimeout: Duration) throws -> TransportRegistry {
+        var external: [String: any PluggableTransport] = [:]
+        for plugin in plugins {
+            let served = plugin.names.filter { plugin.replacesBuiltin || !builtinNames.contains($0.rawValue) }
+            guard !served.isEmpty else { continue }
+            let state = (stateLocation ?? URL(fileURLWithPath: NSTemporaryDirectory())).appendingPathComponent("pt_state").path
+            let client = ManagedPluginClient(.init(names: plugin.names.map { TransportBase.TransportName($0.rawValue)! },
+                                                   executable: plugin.executable, arguments: plugin.arguments,
+                                                   stateLocation: state))
+            clients.withLock { $0.append(client) }
+            for name in served {
+                external[name.rawValue] = ExternalTransport(name: TransportBase.TransportName(name.rawValue)!, client: client,
+                                                            dialTimeout: dialTimeout)
+            }
+        }
+        var registry = TransportRegistry()
+        for transport in own where external[transport.name.rawValue] == nil { try registry.register(transport) }
+        for transport in external.values { try registry.register(transport) }
+        return registry
     }
 }

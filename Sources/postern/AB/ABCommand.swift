@@ -9,7 +9,9 @@ extension Command {
         synopsis: "ROUTE ROUTE... [--trials N] [--parallel K]",
         details: """
         A route is 'direct', 'vanilla' or a transport name (obfs4, snowflake, ...) using your enabled
-        bridges of that transport, or the built-in ones when you have none. Each trial is a child
+        bridges of that transport, or the built-in ones when you have none; 'plugin:NAME' is the same
+        bridges through the external plugin for NAME ('postern transport plugin'), so that one run
+        compares implementations: 'postern ab obfs4 plugin:obfs4' is Postern's obfs4 against obfs4proxy. Each trial is a child
         'postern run' with a fresh data directory and its own SOCKS port; trials are interleaved
         (A B A B ...) or shuffled with --seed, at most --parallel at a time. Per trial: time to the
         first byte from the bridge or proxy, every bootstrap milestone, time to 100%, and with
@@ -246,7 +248,8 @@ struct ABSession {
         }
         var result: [String: Double] = [:]
         for route in routes.map({ $0.lowercased() }) {
-            result[route] = timeouts[route] ?? global ?? Self.defaultTimeouts[route] ?? Self.fallbackTimeout
+            let kind = route.hasPrefix("plugin:") ? String(route.dropFirst("plugin:".count)) : route
+            result[route] = timeouts[route] ?? global ?? Self.defaultTimeouts[kind] ?? Self.fallbackTimeout
         }
         return result
     }
@@ -257,11 +260,30 @@ struct ABSession {
     private func resolveRoutes(_ names: [String], timeouts: [String: Double]) throws -> [TrialRoute] {
         let configuration: BridgeConfiguration
         do { configuration = try invocation.bridgeStore().load() } catch { throw CommandFailure(error.message) }
-        let available = try Transports.registry().names
+        let available = try Transports.registry(plugins: configuration.plugins).names
         let builtins = try? BuiltinBridges.bundled()
         var routes: [TrialRoute] = []
         for name in names {
-            let lower = name.lowercased()
+            var lower = name.lowercased()
+            let timeoutKey = lower
+            if lower.hasPrefix("plugin:") {
+                let pluginName = String(name.dropFirst("plugin:".count))
+                guard let transport = TransportName.known(matching: pluginName) ?? TransportName(pluginName),
+                      let plugin = configuration.plugin(serving: transport) else {
+                    throw invocation.usageError("'\(name)': no plugin serves \(pluginName.prefix(64)) (see 'postern transport plugin list')")
+                }
+                let selection = BridgeSelection(configuration: configuration, transports: [transport], builtins: builtins)
+                guard !selection.lines.isEmpty else {
+                    throw CommandFailure("there are no \(transport) bridges to try: none stored and enabled, and no built-in ones; add some with 'postern bridges add'")
+                }
+                let routeName = "plugin:\(transport)"
+                guard !routes.contains(where: { $0.name == routeName }) else { throw invocation.usageError("the route \(routeName) is given twice") }
+                let timeout = Duration.milliseconds(Int64((timeouts[timeoutKey] ?? Self.fallbackTimeout) * 1000))
+                routes.append(TrialRoute(name: routeName, bridges: selection.lines, timeout: timeout, transport: transport.rawValue,
+                                         plugins: [plugin.replacingBuiltins()]))
+                continue
+            }
+            lower = name.lowercased()
             let timeout = Duration.milliseconds(Int64((timeouts[lower] ?? Self.fallbackTimeout) * 1000))
             if lower == "direct" {
                 routes.append(TrialRoute(name: "direct", bridges: [], timeout: timeout))
@@ -280,7 +302,9 @@ struct ABSession {
             guard !routes.contains(where: { $0.name == transport.rawValue }) else {
                 throw invocation.usageError("the route \(transport) is given twice")
             }
-            routes.append(TrialRoute(name: transport.rawValue, bridges: selection.lines, timeout: timeout))
+            // A plugin that serves this name for `run` serves it in the trial's child too.
+            let plugins = Transports.plugin(serving: transport.rawValue, in: configuration.plugins).map { [$0] } ?? []
+            routes.append(TrialRoute(name: transport.rawValue, bridges: selection.lines, timeout: timeout, plugins: plugins))
         }
         if routes.filter({ $0.name == "direct" }).count > 1 { throw invocation.usageError("the route direct is given twice") }
         return routes

@@ -40,6 +40,9 @@ final class ChildRun: @unchecked Sendable {
         /// Bridge lines stored in the child's settings (none for direct; empty for a transport
         /// means the child falls back to its built-in bridges).
         var bridges: [BridgeLine]
+        /// External transports stored in the child's settings with the bridges (for `plugin:NAME`
+        /// routes, marked as replacing Postern's own transport of that name).
+        var plugins: [TransportPlugin] = []
         var socksPort: UInt16
         var torOptionsFile: String?
         var unsafeLogging: Bool
@@ -59,10 +62,11 @@ final class ChildRun: @unchecked Sendable {
         let manager = FileManager.default
         try manager.createDirectory(at: setup.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try manager.createDirectory(at: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        if !setup.bridges.isEmpty {
+        if !setup.bridges.isEmpty || !setup.plugins.isEmpty {
             let store = try BridgeStore(directory: configDirectory.path)
             try store.update { configuration in
                 for line in setup.bridges { _ = try configuration.add(line) }
+                for plugin in setup.plugins { try configuration.addPlugin(plugin) }
             }
         }
         if let warmFrom = setup.warmFrom { Self.copyCachedDirectory(from: warmFrom, to: dataDirectory) }

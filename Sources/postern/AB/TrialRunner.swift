@@ -10,6 +10,19 @@ struct TrialRoute: Sendable, Equatable {
     var bridges: [BridgeLine]
     /// Seconds a trial may take to reach 100 % before it counts as failed.
     var timeout: Duration
+    /// The child's `--transport`: the name, or NAME for a `plugin:NAME` route.
+    var transport: String
+    /// External transports the child gets in its settings (`plugin:NAME`, or a plugin that serves
+    /// the transport for `run` too).
+    var plugins: [TransportPlugin]
+
+    init(name: String, bridges: [BridgeLine], timeout: Duration, transport: String? = nil, plugins: [TransportPlugin] = []) {
+        self.name = name
+        self.bridges = bridges
+        self.timeout = timeout
+        self.transport = transport ?? name
+        self.plugins = plugins
+    }
 }
 
 /// Runs the schedule: trials in order, at most `parallel` children at a time, each with a fresh
@@ -146,8 +159,8 @@ final class TrialRunner: Sendable {
                                    startedAt: Date())
         let child: ChildRun
         do {
-            child = try ChildRun(.init(directory: directory, transport: item.route.name, bridges: item.route.bridges,
-                                       socksPort: port, torOptionsFile: plan.torOptionsFile, unsafeLogging: plan.unsafeLogging,
+            child = try ChildRun(.init(directory: directory, transport: item.route.transport, bridges: item.route.bridges,
+                                       plugins: item.route.plugins, socksPort: port, torOptionsFile: plan.torOptionsFile, unsafeLogging: plan.unsafeLogging,
                                        warmFrom: warmSource))
         } catch {
             trial.failure = .init(stage: "start", reason: "could not start the child: \(error)")

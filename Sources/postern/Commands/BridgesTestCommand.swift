@@ -13,7 +13,8 @@ extension Command {
         the built-in bridges instead. Checks run in parallel (--parallel). For each bridge: TCP
         reachability and connect latency; the transport's handshake (obfs4: our client completes
         the handshake, so the bridge is alive and its cert right; snowflake: the broker answers and
-        a data channel to a proxy opens; vanilla: TCP only); with --bootstrap, a real tor bootstrap
+        a data channel to a proxy opens; a transport served by an external plugin ('postern transport
+        plugin'): a SOCKS dial through the plugin to the bridge succeeds; vanilla: TCP only); with --bootstrap, a real tor bootstrap
         through that bridge alone in a child 'postern run'. Dead bridges are flagged with the reason
         (refused, timeout, handshake failed). Addresses stay scrubbed unless --unsafe-logging; bridges
         are named by their store ID. Exit status 1 when a tested bridge is dead.
@@ -24,6 +25,7 @@ extension Command {
             .value("transport", "NAME", "only bridges of this transport"),
             .value("parallel", "K", "bridges tested at once (default 10)"),
             .value("timeout", "SECONDS", "limit for the TCP connect and for the handshake, each (default 10)"),
+            .flag("via-plugins", "dial through the external plugins also for names Postern implements itself (obfs4 through obfs4proxy)"),
             .flag("bootstrap", "also bootstrap tor through each bridge alone (a child postern run per bridge)"),
             .value("bootstrap-timeout", "SECONDS", "limit for each bootstrap (default 120)"),
             .value("tor-options-file", "FILE", "extra tor options for the bootstrap children (private test networks)"),
@@ -86,7 +88,11 @@ struct BridgeHealthCheck {
             throw CommandFailure("no bridges to test (add some with 'postern bridges add', or test the built-in ones with --builtin)")
         }
 
-        let registry = try Transports.registry(handshakeTimeout: timeout)
+        let storedPlugins: [TransportPlugin]
+        do { storedPlugins = try invocation.bridgeStore().load().plugins } catch { throw CommandFailure(error.message) }
+        let plugins = arguments.flag("via-plugins") ? storedPlugins.map { $0.replacingBuiltins() } : storedPlugins
+        let registry = try Transports.registry(handshakeTimeout: timeout, plugins: plugins,
+                                               stateLocation: invocation.paths.stateDirectory)
         let bootstrap = arguments.flag("bootstrap")
         let torOptionsFile = arguments.value("tor-options-file")
         let unsafe = invocation.unsafeLogging
@@ -107,7 +113,7 @@ struct BridgeHealthCheck {
                     var health = await Self.check(candidate, registry: registry, timeout: timeout, policy: policy)
                     if bootstrap {
                         health.bootstrap = await Self.bootstrap(candidate, directory: workDirectory.appendingPathComponent(candidate.id),
-                                                                timeout: bootstrapTimeout, torOptionsFile: torOptionsFile,
+                                                                plugins: plugins, timeout: bootstrapTimeout, torOptionsFile: torOptionsFile,
                                                                 unsafeLogging: unsafe)
                         if health.bootstrap?.result == "failed", health.alive {
                             health.alive = false
@@ -127,6 +133,7 @@ struct BridgeHealthCheck {
             return collected.sorted { $0.0 < $1.0 }.map(\.1)
         }
         output.endProgress()
+        await Transports.stopPlugins()
         let elapsed = (ContinuousClock.now - started).seconds
         let dead = results.filter { !$0.alive }.count
 
@@ -262,7 +269,12 @@ struct BridgeHealthCheck {
             let limit = isSnowflake ? timeout * 3 : timeout * 2
             let connection = try await Self.bounded(limit) { try await dial.dial(endpoint, context: DialContext()) }
             connection.close()
-            let what = isSnowflake ? "broker answered, data channel open" : "handshake completed (alive, cert right)"
+            let what: String
+            if let external = transport as? ExternalTransport {
+                what = "SOCKS dial through \(external.client.definition.label) to the bridge succeeded"
+            } else {
+                what = isSnowflake ? "broker answered, data channel open" : "handshake completed (alive, cert right)"
+            }
             health.handshake = .init(result: "ok", milliseconds: Self.milliseconds(since: started), detail: what)
         } catch {
             health.handshake = .init(result: "failed", milliseconds: Self.milliseconds(since: started), detail: Self.describe(error))
@@ -273,12 +285,13 @@ struct BridgeHealthCheck {
     }
 
     /// A real bootstrap through this bridge alone, in a child `postern run`.
-    static func bootstrap(_ candidate: Candidate, directory: URL, timeout: Duration, torOptionsFile: String?,
+    static func bootstrap(_ candidate: Candidate, directory: URL, plugins: [TransportPlugin], timeout: Duration, torOptionsFile: String?,
                           unsafeLogging: Bool) async -> BridgeHealth.Step {
         let started = ContinuousClock.now
         let child: ChildRun
         do {
             child = try ChildRun(.init(directory: directory, transport: candidate.line.transport.rawValue, bridges: [candidate.line],
+                                       plugins: plugins.filter { $0.names.contains(candidate.line.transport) },
                                        socksPort: try ChildRun.freePort(), torOptionsFile: torOptionsFile,
                                        unsafeLogging: unsafeLogging, warmFrom: nil))
         } catch {

@@ -65,7 +65,11 @@ final class RunSession: Sendable {
         let output = invocation.output
         let paths = invocation.paths
         let eventLog = try arguments.value("events-json").map { try RunEventLog(path: $0) }
-        let transportHost = TransportHost(registry: try Transports.registry(), events: TransportEventSink { event in
+        // External plugins are read once, at start; their processes start when a bridge needs them.
+        let plugins = try invocation.bridgeStore().load().plugins
+        let dataDirectory = arguments.value("data-dir").map { URL(fileURLWithPath: $0) } ?? paths.torDataDirectory
+        let registry = try Transports.registry(plugins: plugins, stateLocation: dataDirectory)
+        let transportHost = TransportHost(registry: registry, events: TransportEventSink { event in
             eventLog?.transport(event)
             // Transport events carry no addresses or certs; problems are worth a line. A dial cut
             // short because its listener was stopped (connection assist moving on) is not one.
@@ -242,6 +246,7 @@ final class RunSession: Sendable {
         if !failed && !invocation.json { output.print("stopping tor…") }
         await manager.shutdown()
         await transportHost.stopAll()
+        await Transports.stopPlugins()
         reporter.cancel()
         eventRecorder.cancel()
         eventLog?.stopped()

@@ -1,0 +1,217 @@
+import Foundation
+import Testing
+import TransportBase
+import TransportTestSupport
+
+/// External transports (pt-spec managed clients Postern starts itself): Debian's obfs4proxy as a
+/// real plugin against obfs4proxy as the server, and small shell scripts as bad plugins. Every test
+/// checks afterwards that no process it started is left (by PID and by the script's unique path).
+@Suite(.serialized) struct ExternalTransportTests {
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-plugin-tests-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    func client(_ executable: String, names: [String] = ["obfs4"], arguments: [String] = [],
+                timeout: Duration = .seconds(3)) -> ManagedPluginClient {
+        ManagedPluginClient(.init(names: names.map { TransportName($0)! }, executable: executable, arguments: arguments,
+                                  stateLocation: directory.appendingPathComponent("pt_state").path),
+                            startTimeout: timeout, retryDelay: .zero)
+    }
+
+    /// A shell-script plugin in the test's directory (its path is unique, so pgrep -f finds only ours).
+    func script(_ name: String, _ body: String, executable: Bool = true) throws -> String {
+        let path = directory.appendingPathComponent(name).path
+        try ("#!/bin/sh\n" + body + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, executable ? 0o755 : 0o644)
+        return path
+    }
+
+    /// `sleep 300.<random>`: GNU sleep takes fractions, so the command line is unique to this test
+    /// and pgrep can tell whether this very process (a plugin's own child) is still around.
+    static func uniqueSleep() -> String { "sleep 300.\(UInt32.random(in: 100_000...999_999))" }
+
+    static func processesMatching(_ pattern: String) -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/pgrep")
+        process.arguments = ["-f", pattern]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try? process.run()
+        process.waitUntilExit()
+        return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .split(separator: "\n").map(String.init)
+    }
+
+    static func isAlive(_ pid: Int32) -> Bool { kill(pid, 0) == 0 }
+
+    /// Starting `client` fails within `limit` with an error naming the plugin and matching `code`.
+    func expectStartFails(_ client: ManagedPluginClient, code: TransportError.Code, mentioning: String,
+                          limit: Duration = .seconds(10)) async throws {
+        let started = ContinuousClock.now
+        do {
+            _ = try await client.endpoint(for: TransportName("obfs4")!)
+            Issue.record("the start of \(client.definition.executable) succeeded")
+        } catch let error as TransportError {
+            #expect(error.code == code, "\(error)")
+            #expect(error.message.contains(client.definition.label), "\(error.message)")
+            #expect(error.message.contains(mentioning), "\(error.message)")
+        }
+        #expect(ContinuousClock.now - started < limit)
+        #expect(client.processID == nil)
+        await client.stop()
+    }
+
+    func expectNoProcess(matching path: String) async throws {
+        // The reaper kills the group as soon as the plugin has ended; give it a moment.
+        var left = Self.processesMatching(path)
+        var attempts = 0
+        while !left.isEmpty && attempts < 50 {
+            try await Task.sleep(for: .milliseconds(20))
+            left = Self.processesMatching(path)
+            attempts += 1
+        }
+        #expect(left.isEmpty, "left running: \(left)")
+    }
+
+    @Test func obfs4proxyAsPluginCarriesBytesToAnObfs4proxyServer() async throws {
+        let echo = try LoopbackPeer(.echo)
+        defer { echo.stop() }
+        let server = try await Obfs4ProxyServer(orPort: echo.port, iatMode: 0)
+        defer { server.stop() }
+        let plugin = client("/usr/bin/obfs4proxy", timeout: .seconds(20))
+        let transport = ExternalTransport(name: TransportName("obfs4")!, client: plugin, dialTimeout: .seconds(20))
+        let dial = try transport.prepareDial(arguments: server.arguments)
+        let connection = try await dial.dial(server.endpoint, context: DialContext())
+        let pid = try #require(plugin.processID)
+        let payload = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try await connection.write(payload)
+        var received: [UInt8] = []
+        while received.count < payload.count {
+            let chunk = try await connection.read(maximumCount: 65536)
+            if chunk.isEmpty { break }
+            received += chunk
+        }
+        #expect(received == payload)
+        connection.close()
+        // A second dial reuses the running plugin.
+        let again = try await dial.dial(server.endpoint, context: DialContext())
+        #expect(plugin.processID == pid)
+        again.close()
+        await plugin.stop()
+        #expect(!Self.isAlive(pid))
+    }
+
+    @Test func aMissingPluginIsNamed() async throws {
+        let path = directory.appendingPathComponent("no-such-plugin").path
+        try await expectStartFails(client(path), code: .pluginNotFound, mentioning: "No such file")
+    }
+
+    @Test func aPluginThatIsNotExecutableIsNamed() async throws {
+        let path = try script("not-executable.sh", "echo VERSION 1", executable: false)
+        try await expectStartFails(client(path), code: .pluginNotFound, mentioning: "not an executable")
+    }
+
+    @Test func aPluginPrintingGarbageIsStopped() async throws {
+        let sleeper = Self.uniqueSleep()
+        let path = try script("garbage.sh", "echo '{\"hello\": \"world\"}'\nexec \(sleeper)")
+        try await expectStartFails(client(path), code: .pluginProtocol, mentioning: "not a pt-spec line", limit: .seconds(2))
+        try await expectNoProcess(matching: sleeper)
+        let binary = try script("binary.sh", "printf 'VERSION 1\\n\\377\\001\\n'\nexec \(sleeper)")
+        try await expectStartFails(client(binary), code: .pluginProtocol, mentioning: "binary", limit: .seconds(2))
+        try await expectNoProcess(matching: sleeper)
+    }
+
+    @Test func aPluginThatExitsAtOnceIsNamed() async throws {
+        let path = try script("exits.sh", "exit 3")
+        try await expectStartFails(client(path), code: .pluginExited, mentioning: "exit status 3", limit: .seconds(2))
+        try await expectNoProcess(matching: path)
+    }
+
+    @Test func aPluginThatNeverSaysCMethodsDoneMeetsTheDeadline() async throws {
+        // It also starts a child of its own, which must not outlive it.
+        let sleeper = Self.uniqueSleep()
+        let path = try script("no-done.sh", "echo VERSION 1\necho 'CMETHOD obfs4 socks5 127.0.0.1:1'\n\(sleeper) &\nwait")
+        try await expectStartFails(client(path, timeout: .seconds(1)), code: .pluginTimedOut, mentioning: "no CMETHODS DONE",
+                                   limit: .seconds(4))
+        try await expectNoProcess(matching: path)
+        try await expectNoProcess(matching: sleeper)
+    }
+
+    @Test func aPluginThatHangsSilentlyMeetsTheDeadline() async throws {
+        let sleeper = Self.uniqueSleep()
+        let path = try script("hangs.sh", "exec \(sleeper)")
+        try await expectStartFails(client(path, timeout: .seconds(1)), code: .pluginTimedOut, mentioning: "within", limit: .seconds(4))
+        try await expectNoProcess(matching: sleeper)
+    }
+
+    @Test func versionEnvAndMethodErrorsAreReported() async throws {
+        let version = try script("version-error.sh", "echo VERSION-ERROR no-version")
+        try await expectStartFails(client(version), code: .pluginProtocol, mentioning: "VERSION-ERROR no-version")
+        let environment = try script("env-error.sh", "echo 'ENV-ERROR no TOR_PT_STATE_LOCATION environment variable'")
+        try await expectStartFails(client(environment), code: .pluginProtocol, mentioning: "ENV-ERROR")
+        let sleeper = Self.uniqueSleep()
+        let method = try script("method-error.sh", "echo VERSION 1\necho 'CMETHOD-ERROR obfs4 no such transport'\necho CMETHODS DONE\nexec \(sleeper)")
+        try await expectStartFails(client(method), code: .pluginMethodMissing, mentioning: "no such transport")
+        try await expectNoProcess(matching: sleeper)
+    }
+
+    @Test func thePluginGetsThePTEnvironmentAndNoProxyVariables() async throws {
+        let dump = directory.appendingPathComponent("environment.txt").path
+        // Reports its environment, then configures one listener that is never used.
+        let path = try script("env-dump.sh", "env > '\(dump)'\necho VERSION 1\necho 'CMETHOD obfs4 socks5 127.0.0.1:1'\necho CMETHODS DONE\nexec cat")
+        setenv("ALL_PROXY", "socks5://192.0.2.1:1080", 1)
+        defer { unsetenv("ALL_PROXY") }
+        let plugin = client(path)
+        let endpoint = try await plugin.endpoint(for: TransportName("obfs4")!)
+        #expect(endpoint.description == "127.0.0.1:1")
+        let environment = try String(contentsOfFile: dump, encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(environment.contains("TOR_PT_MANAGED_TRANSPORT_VER=1"))
+        #expect(environment.contains("TOR_PT_CLIENT_TRANSPORTS=obfs4"))
+        #expect(environment.contains("TOR_PT_EXIT_ON_STDIN_CLOSE=1"))
+        #expect(environment.contains { $0.hasPrefix("TOR_PT_STATE_LOCATION=/") && $0.hasSuffix("/") })
+        #expect(!environment.contains { $0.hasPrefix("ALL_PROXY") || $0.hasPrefix("TOR_PT_PROXY") })
+        let pid = try #require(plugin.processID)
+        // `exec cat` ends when its stdin closes: pt-spec's stdin-close shutdown.
+        await plugin.stop(grace: .seconds(5))
+        #expect(!Self.isAlive(pid))
+    }
+
+    @Test func argumentsTravelAsTorEncodesThem() throws {
+        let short = try #require(try ExternalTransport.socksCredentials(for: TransportArguments(["cert": "a;b\\c", "iat-mode": "0"])))
+        #expect(short.username == "cert=a\\;b\\\\c;iat-mode=0")
+        #expect(short.password == "\u{0}")
+        let long = try #require(try ExternalTransport.socksCredentials(for: TransportArguments(["k": String(repeating: "x", count: 300)])))
+        #expect(long.username.utf8.count == 255)
+        #expect(long.username + long.password == "k=" + String(repeating: "x", count: 300))
+        #expect(try ExternalTransport.socksCredentials(for: TransportArguments()) == nil)
+        #expect(throws: TransportError.self) { try ExternalTransport.socksCredentials(for: TransportArguments(["k": String(repeating: "x", count: 600)])) }
+        #expect(throws: TransportError.self) { try ExternalTransport.socksCredentials(for: TransportArguments(["k": "é"])) }
+    }
+
+    @Test func handshakeParserFollowsTorsOrderingRules() {
+        var parser = ManagedClientHandshake(requested: [TransportName("obfs4")!, TransportName("meek_lite")!], proxyRequested: false)
+        #expect(parser.consume(Array("LOG SEVERITY=notice MESSAGE=\"hi\"".utf8)) == .needMore)
+        #expect(parser.consume(Array("VERSION 1".utf8)) == .needMore)
+        #expect(parser.consume(Array("CMETHOD obfs4 socks5 127.0.0.1:4000".utf8)) == .needMore)
+        #expect(parser.consume(Array("CMETHOD meek_lite socks5 192.0.2.1:4000".utf8)) == .needMore)
+        guard case .configured(let methods, let errors) = parser.consume(Array("CMETHODS DONE".utf8)) else {
+            Issue.record("not configured")
+            return
+        }
+        #expect(methods[TransportName("obfs4")!]?.description == "127.0.0.1:4000")
+        #expect(errors[TransportName("meek_lite")!] == "its listener is not a loopback IP:port")
+
+        var early = ManagedClientHandshake(requested: [TransportName("obfs4")!], proxyRequested: false)
+        guard case .failed = early.consume(Array("CMETHODS DONE".utf8)) else { Issue.record("CMETHODS DONE before VERSION accepted"); return }
+        var proxied = ManagedClientHandshake(requested: [TransportName("obfs4")!], proxyRequested: true)
+        _ = proxied.consume(Array("VERSION 1".utf8))
+        _ = proxied.consume(Array("CMETHOD obfs4 socks5 127.0.0.1:4000".utf8))
+        guard case .failed(let reason) = proxied.consume(Array("CMETHODS DONE".utf8)) else { Issue.record("missing PROXY DONE accepted"); return }
+        #expect(reason.contains("PROXY DONE"))
+        var wrongVersion = ManagedClientHandshake(requested: [TransportName("obfs4")!], proxyRequested: false)
+        guard case .failed = wrongVersion.consume(Array("VERSION 2".utf8)) else { Issue.record("VERSION 2 accepted"); return }
+    }
+}
