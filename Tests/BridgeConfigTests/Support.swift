@@ -36,6 +36,10 @@ func goldenRendering(_ paste: BridgePaste) -> String {
     for error in paste.rejected { lines.append("rejected [\(error.code)]: \(error.message)") }
     for warning in paste.warnings { lines.append("warning [\(warning.code)]: \(warning.message)") }
     for note in paste.notes { lines.append("note [\(note.code)]: \(note.message)") }
+    for offer in paste.pluginOffers {
+        lines.append("plugin offered \(offer.location): \(offer.plugin.names.map(\.rawValue).joined(separator: ",")) exec \(offer.plugin.executable)"
+                     + offer.plugin.arguments.map { " \($0)" }.joined())
+    }
     if lines.isEmpty { lines.append("(nothing)") }
     return lines.joined(separator: "\n") + "\n"
 }

@@ -55,6 +55,7 @@ extension TestBedSuite {
             #expect(ready?.contains("route: bridges") == true, "output: \(run.output)")
             let plugins = PluginProcesses.children(of: run.processIdentifier, named: "obfs4proxy")
             #expect(plugins.count == 1, "postern started obfs4proxy as its obfs4 client: \(plugins)")
+            #expect(run.output.contains("note: obfs4 bridges go through the external plugin obfs4 (/usr/bin/obfs4proxy)"))
             let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39611")
             #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
             if ending == "interrupt" {
@@ -106,6 +107,15 @@ extension TestBedSuite {
             #expect(trial["succeeded"] as? Bool == true, "trial \(trial["index"] ?? "?") (\(trial["route"] ?? "?")): \(trial["failure"] ?? "")")
             #expect(trial["bootstrapSeconds"] as? Double != nil)
             #expect(trial["probeFirstByteSeconds"] as? Double != nil, "the probe went through the route")
+        }
+        // Each child said which implementation served obfs4: the plugin for plugin:obfs4 only.
+        let directory = URL(fileURLWithPath: try #require(json["directory"] as? String))
+        for trial in trials {
+            let events = try #require(trial["eventsFile"] as? String)
+            let childLog = directory.appendingPathComponent(events).deletingLastPathComponent().appendingPathComponent("child.log")
+            let log = try String(contentsOf: childLog, encoding: .utf8)
+            let viaPlugin = log.contains("obfs4 bridges go through the external plugin obfs4 (/usr/bin/obfs4proxy)")
+            #expect(viaPlugin == (trial["route"] as? String == "plugin:obfs4"), "trial \(trial["index"] ?? "?"): \(log.prefix(500))")
         }
         // The two routes were compared with each other.
         let comparisons = try #require(json["comparisons"] as? [[String: Any]])

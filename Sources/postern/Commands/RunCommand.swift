@@ -78,6 +78,11 @@ final class RunSession: Sendable {
                 output.error("transport: \(event)")
             }
         })
+        for name in registry.names {
+            if let external = registry.transport(named: name) as? ExternalTransport {
+                output.print("note: \(name) bridges go through the external \(external.client.definition.label), started when first needed")
+            }
+        }
         let settings = try SettingsSource(invocation, transports: transportHost)
         var mode = try settings.mode()
         var configuration = try makeConfiguration(plan: mode.fixedPlan)
