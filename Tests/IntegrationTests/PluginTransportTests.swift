@@ -195,3 +195,38 @@ extension TestBedSuite {
         }
     }
 }
+
+extension TestBedSuite {
+    /// Built-in bridges of a transport Postern lacks (meek_lite) go through a configured plugin: with
+    /// a plugin that dies at once, `postern run --transport meek_lite` names the plugin and why in its
+    /// output within seconds, keeps running (fail closed: nothing else is tried), and leaves nothing.
+    @Test func builtinMeekBridgesUseTheConfiguredPluginAndABrokenOneIsNamed() async throws {
+        let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
+        let config = TestBed.temporaryDirectory("plugin-meek")
+        defer { try? FileManager.default.removeItem(at: config) }
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        let marker = "meek-plugin-\(UInt32.random(in: 0...UInt32.max))"
+        let script = config.appendingPathComponent("\(marker).sh")
+        try "#!/bin/sh\necho 'this is not a managed transport'\nexit 2\n".write(to: script, atomically: true, encoding: .utf8)
+        chmod(script.path, 0o755)
+        let builtins = config.appendingPathComponent("builtins.txt")
+        try "meek_lite 192.0.2.20:80 url=https://meek.example.invalid/ front=front.example.invalid\n"
+            .write(to: builtins, atomically: true, encoding: .utf8)
+        let add = try ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "meek_lite", script.path,
+                                                                "--config-dir", config.path])
+        try #require(add.status == 0, "plugin add: \(add.stderr)")
+
+        let run = try RunningPostern(["run", "--config-dir", config.path, "--socks", "39613", "--transport", "meek_lite",
+                                      "--builtin-bridges", builtins.path, "--tor-options-file", bed["TB_CLIENT_TORRC"]])
+        defer { run.terminate() }
+        let named = try await run.waitForLine(containing: "its first line is not pt-spec", timeout: 60)
+        #expect(named?.contains("transport: meek_lite dial-failed: plugin meek_lite (\(script.path)) did not start with VERSION 1") == true,
+                "output: \(run.output)")
+        #expect(run.output.contains("built-in"), "the built-in meek_lite bridges were used: \(run.output)")
+        #expect(!run.output.contains("not available in this build"))
+        #expect(run.isRunning)
+        #expect(run.interruptAndWait() == 0)
+        let left = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/pgrep"), ["-f", marker])
+        #expect(left.stdout.isEmpty, "left running: \(left.stdout)")
+    }
+}

@@ -51,6 +51,22 @@ public struct ExternalTransport: PluggableTransport {
     }
 
     public func dial(_ endpoint: TransportEndpoint, configuration: TransportArguments, context: DialContext) async throws -> any TransportConnection {
+        do {
+            let connection = try await dialThroughPlugin(endpoint, configuration: configuration, context: context)
+            context.events.emit(TransportEvent(kind: .connected, severity: .info, transport: name,
+                                               message: "connected through \(client.definition.label)"))
+            return connection
+        } catch {
+            // The events reach `run`'s output: a broken plugin is named there, not only in a SOCKS reply code.
+            let message = (error as? TransportError)?.message ?? "\(client.definition.label): \(error)"
+            context.events.emit(TransportEvent(kind: .dialFailed, severity: Task.isCancelled ? .debug : .warning, transport: name,
+                                               message: message))
+            throw error
+        }
+    }
+
+    private func dialThroughPlugin(_ endpoint: TransportEndpoint, configuration: TransportArguments,
+                                   context: DialContext) async throws -> any TransportConnection {
         let plugin = try await client.endpoint(for: name, proxy: context.dialer.proxy)
         let proxy: UpstreamProxy
         if let credentials = try Self.socksCredentials(for: configuration) {
