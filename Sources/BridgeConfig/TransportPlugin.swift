@@ -85,7 +85,8 @@ public struct TransportPlugin: Hashable, Sendable {
         return words.joined(separator: " ")
     }
 
-    static func shellQuoted(_ word: String) -> String {
+    /// `word` as one word for a POSIX shell: as it is when that is safe, else in single quotes.
+    public static func shellQuoted(_ word: String) -> String {
         let plain = word.utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                 || [UInt8(ascii: "/"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "="),

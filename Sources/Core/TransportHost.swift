@@ -25,7 +25,7 @@ public final class TransportHost: Sendable {
         for name in names {
             guard let transportName = TransportName(name), let transport = registry.transport(named: transportName) else {
                 throw TorCoreError(.invalidConfiguration, kind: .usage,
-                                   "the \(name) transport is not available in this build (available: \(availableTransports.joined(separator: ", ")))")
+                                   "the \(name) transport is not available in this build (available: \(availableTransports.joined(separator: ", "))); an external client can serve it: 'postern transport plugin add \(name) PATH'")
             }
             transports[name] = transport
         }

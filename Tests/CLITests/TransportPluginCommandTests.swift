@@ -73,6 +73,15 @@ import Testing
         #expect(try listed(sandbox).isEmpty)
     }
 
+    @Test func anABPluginRouteNeedsAPlugin() throws {
+        let sandbox = Sandbox()
+        let result = try sandbox.run("ab", "obfs4", "plugin:obfs4")
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.contains("no plugin serves obfs4"))
+        let help = try sandbox.run("ab", "--help")
+        #expect(help.stdout.contains("postern ab obfs4 plugin:obfs4"))
+    }
+
     @Test func helpShowsExamples() throws {
         let sandbox = Sandbox()
         for command in [["transport", "plugin"], ["transport", "plugin", "add"], ["transport", "plugin", "list"],

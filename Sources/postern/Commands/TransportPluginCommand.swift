@@ -117,7 +117,7 @@ extension Command {
                 builtins.contains(name.rawValue) && !plugin.replacesBuiltin ? "plugin:\(name)" : name.rawValue
             }
             return [plugin.names.map(\.rawValue).joined(separator: ","), use.joined(separator: ","),
-                    ([plugin.executable] + plugin.arguments).map(TransportPluginQuoting.quoted).joined(separator: " ")]
+                    ([plugin.executable] + plugin.arguments).map(TransportPlugin.shellQuoted).joined(separator: " ")]
         }))
         return 0
     }
@@ -140,13 +140,6 @@ struct PluginListing: Encodable {
         routes = plugin.names.map { name in
             Transports.builtinNames.contains(name.rawValue) && !plugin.replacesBuiltin ? "plugin:\(name)" : name.rawValue
         }
-    }
-}
-
-enum TransportPluginQuoting {
-    static func quoted(_ word: String) -> String {
-        let plain = !word.isEmpty && word.unicodeScalars.allSatisfy { $0.isASCII && !" '\"\\$`!*?#&;|<>(){}[]~".unicodeScalars.contains($0) }
-        return plain ? word : "'" + word.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
     }
 }
 
