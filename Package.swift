@@ -102,6 +102,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("BridgeParserFuzzer", ["BridgeConfig"]),
     ("ControlReplyFuzzer", ["PosternCore"]),
     ("PTSocksFuzzer", ["TransportBase"]),
+    ("PluginHandshakeFuzzer", ["TransportBase"]),
     ("Obfs4HandshakeFuzzer", ["Obfs4Transport"]),
     ("Obfs4FrameFuzzer", ["Obfs4Transport"]),
     ("SnowflakeEncapsulationFuzzer", ["SnowflakeTransport"]),
