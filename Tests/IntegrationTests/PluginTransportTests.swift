@@ -230,3 +230,34 @@ extension TestBedSuite {
         #expect(left.stdout.isEmpty, "left running: \(left.stdout)")
     }
 }
+
+extension TestBedSuite {
+    /// Connection assist (`--transport auto`) under block-tor: direct fails, then the built-in obfs4
+    /// route goes through obfs4proxy as the obfs4 plugin (--replace-builtin) and gets through.
+    @Test func connectionAssistUsesAPluginRouteLikeItsOwn() async throws {
+        let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
+        try bed.setCensor("block-tor")
+        defer { try? bed.setCensor("none") }
+        let config = TestBed.temporaryDirectory("plugin-assist")
+        defer { try? FileManager.default.removeItem(at: config) }
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        let builtins = config.appendingPathComponent("builtin-bridges.txt")
+        try "\(bed["TB_BRIDGE_OBFS4"])\n".write(to: builtins, atomically: true, encoding: .utf8)
+        let add = try ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "--replace-builtin", "obfs4",
+                                                                "/usr/bin/obfs4proxy", "--config-dir", config.path])
+        try #require(add.status == 0, "plugin add: \(add.stderr)")
+
+        let run = try RunningPostern(["run", "--config-dir", config.path, "--socks", "39614", "--transport", "auto",
+                                      "--builtin-bridges", builtins.path, "--tor-options-file", bed["TB_CLIENT_TORRC"],
+                                      "--route-timeout", "direct=6/6"])
+        defer { run.terminate() }
+        let ready = try await run.waitForLine(containing: "ready: socks5 127.0.0.1:39614", timeout: 90)
+        try #require(ready != nil, "output: \(run.output)")
+        #expect(run.output.contains("trying bridges (obfs4, built-in)"), "output: \(run.output)")
+        #expect(PluginProcesses.children(of: run.processIdentifier, named: "obfs4proxy").count == 1,
+                "the obfs4 route ran through obfs4proxy: \(run.output)")
+        let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39614")
+        #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
+        #expect(run.interruptAndWait() == 0)
+    }
+}
