@@ -60,6 +60,8 @@ extension TestBedSuite {
             #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
             if ending == "interrupt" {
                 #expect(run.interruptAndWait() == 0)
+                // A clean stop stops and reaps the plugin before postern exits.
+                #expect(plugins.allSatisfy(PluginProcesses.isGone), "postern exited before its plugin")
             } else {
                 run.killAndWait()
             }
@@ -254,10 +256,11 @@ extension TestBedSuite {
         let ready = try await run.waitForLine(containing: "ready: socks5 127.0.0.1:39614", timeout: 90)
         try #require(ready != nil, "output: \(run.output)")
         #expect(run.output.contains("trying bridges (obfs4, built-in)"), "output: \(run.output)")
-        #expect(PluginProcesses.children(of: run.processIdentifier, named: "obfs4proxy").count == 1,
-                "the obfs4 route ran through obfs4proxy: \(run.output)")
+        let plugins = PluginProcesses.children(of: run.processIdentifier, named: "obfs4proxy")
+        #expect(plugins.count == 1, "the obfs4 route ran through obfs4proxy: \(run.output)")
         let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39614")
         #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
         #expect(run.interruptAndWait() == 0)
+        #expect(plugins.allSatisfy(PluginProcesses.isGone), "postern exited before its plugin")
     }
 }
