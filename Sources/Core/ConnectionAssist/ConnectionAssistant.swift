@@ -149,9 +149,11 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
         subscribers = [:]
     }
 
-    /// A failure signal from outside tor's control events (e.g. a transport's failed dial).
-    public func report(_ signal: ConnectionSignal) async {
+    /// A failure signal from outside tor's control events (e.g. a transport's failed dial);
+    /// with `transport`, it counts only while the current route uses that transport.
+    public func report(_ signal: ConnectionSignal, transport: String? = nil) async {
         guard !applying else { return }
+        if let transport, selector.currentRoute?.transport?.rawValue != transport { return }
         await handle(selector.observe(signal: signal, at: now))
     }
 
