@@ -86,6 +86,11 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     private var probeLog: [AssistSnapshot.Probe] = []
     private var lastChoice: [String: RouteChoice.Reason] = [:]
     private var probesDuringApply: [(ProbeResult, String, Int)] = []
+    private var reprobeDue: [String: Duration] = [:]
+    private var reprobeCount: [String: Int] = [:]
+    private var reprobeCycle = 0
+    static var reprobeDelay: Duration { .seconds(2) }
+    static var reprobeLimit: Int { 3 }
 
     /// - Parameters:
     ///   - strategy: `.race` needs `probe`; without one it still leaves routes on failure signals.
@@ -141,7 +146,9 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
         }
         while !Task.isCancelled {
             do { try await clock.sleep(for: tickInterval) } catch { break }
-            if !applying { await handle(selector.tick(at: now)) }
+            if !applying {
+                await handle(selector.tick(at: now))
+            }
         }
         for task in probesInFlight.values { task.cancel() }
         probesInFlight = [:]
@@ -213,7 +220,14 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
         }
         guard case .trying = selector.phase else { return }
         let cycle = selector.cycle
-        for key in selector.unprobedKeys where probesInFlight.count < probeConcurrency {
+        if reprobeCycle != cycle {
+            reprobeCycle = cycle
+            reprobeDue = [:]
+            reprobeCount = [:]
+        }
+        let due = reprobeDue.filter { $0.value <= now }.map(\.key).sorted()
+        for key in selector.unprobedKeys + due where probesInFlight.count < probeConcurrency {
+            reprobeDue[key] = nil
             let inFlightKey = "\(cycle)|\(key)"
             guard probesInFlight[inFlightKey] == nil, let route = selector.routes.first(where: { $0.key == key }) else { continue }
             probesInFlight[inFlightKey] = Task { [weak self] in
@@ -229,6 +243,13 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
         if let route = selector.routes.first(where: { $0.key == key }) {
             probeLog.append(.init(route: route.label, routeKey: key, cycle: cycle, result: result))
             if probeLog.count > 50 { probeLog.removeFirst(probeLog.count - 50) }
+        }
+        // A failed probe is repeated a few times in the pass (the network may have just come
+        // up, or a hiccup may have cost one SYN): after 2 s, then 4 s, then 8 s.
+        if result.outcome == .failed, cycle == reprobeCycle, reprobeCount[key, default: 0] < Self.reprobeLimit {
+            let count = reprobeCount[key, default: 0]
+            reprobeCount[key] = count + 1
+            reprobeDue[key] = now + Self.reprobeDelay * (1 << count)
         }
         if applying {
             probesDuringApply.append((result, key, cycle))
