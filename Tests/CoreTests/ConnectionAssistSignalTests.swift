@@ -281,3 +281,38 @@ import Testing
         #expect(plan.lastGoodFirst)
     }
 }
+
+/// The driver with probes: a failed probe of the route being tried, while another route's probe
+/// passed, switches tor at once (no window runs out), and the snapshot explains it.
+@Suite struct ConnectionAssistantRaceDriverTests {
+    actor Applied {
+        private(set) var keys: [String] = []
+        func append(_ key: String) { keys.append(key) }
+    }
+
+    @Test func switchesOnProbeResultsWithoutWaitingForAWindow() async throws {
+        let clock = ManualClock()
+        let applied = Applied()
+        let routes = ConnectionAssistSignalTests.routes()
+        let assistant = ConnectionAssistant(routes: routes, manager: TorManager(), clock: clock, tickInterval: .seconds(1),
+                                            strategy: .race, probe: { route in
+            switch route.key {
+            case "direct": ProbeResult(outcome: .failed, milliseconds: 3000, steps: [], peersTried: 2, peersAnswered: 0, problem: .timeout)
+            case "obfs4:yours": ProbeResult(outcome: .passed, milliseconds: 40, steps: [], peersTried: 1, peersAnswered: 1)
+            default: ProbeResult(outcome: .failed, milliseconds: 20_000, steps: [], peersTried: 1, peersAnswered: 0, problem: .handshake)
+            }
+        }) { route in await applied.append(route.key) }
+        let driver = Task { await assistant.run() }
+        defer { driver.cancel() }
+        // No time passes: the probes answer at once.
+        for _ in 0..<2000 where await applied.keys.count < 2 { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(await applied.keys == ["direct", "obfs4:yours"])
+        let snapshot = await assistant.snapshot
+        #expect(snapshot.strategy == .race)
+        #expect(snapshot.attempts.first?.reasonCode == "probe-failed")
+        #expect(snapshot.attempts.last?.choice == "probe-passed")
+        #expect(Set(snapshot.probes?.map(\.routeKey) ?? []) == ["direct", "obfs4:yours", "snowflake:built-in"])
+        driver.cancel()
+        await driver.value
+    }
+}
