@@ -92,7 +92,6 @@ struct AssistBenchmark {
     }
 
     func run() throws {
-        setvbuf(stdout, nil, _IOLBF, 0)
         defer { try? FileManager.default.removeItem(at: work) }
         let scenarios = [
             Scenario(censor: "none", oracle: ["--transport", "direct"], oracleName: "direct"),
@@ -100,8 +99,8 @@ struct AssistBenchmark {
             Scenario(censor: "block-tor-and-bridges", oracle: ["--transport", "snowflake", "--bridge", env("TB_BRIDGE_SNOWFLAKE")],
                      oracleName: "snowflake"),
         ]
-        print("connection assist: time to ready (s) on the test bed, fresh state each run; ratio = strategy / oracle")
-        print("scenario               oracle (route)        race (route)                          sequential (route)")
+        say("connection assist: time to ready (s) on the test bed, fresh state each run; ratio = strategy / oracle")
+        say("scenario               oracle (route)        race (route)                          sequential (route)")
         var rows: [(String, Timing, Timing, Timing)] = []
         defer { try? setCensor("none") }
         // One unmeasured run first: the bed's relays and the page cache are warm for every
@@ -117,14 +116,14 @@ struct AssistBenchmark {
             let sequential = try timeToReady(["--transport", "auto", "--assist-strategy", "sequential"],
                                              name: "\(scenario.censor)-sequential", socks: socks + 2)
             rows.append((scenario.censor, oracle, race, sequential))
-            print(line(scenario.censor, oracle, race, sequential))
+            say(line(scenario.censor, oracle, race, sequential))
         }
-        print("")
-        print("scenario               race - oracle   race / oracle   sequential - oracle   sequential / oracle   goal (race <= oracle + 5 s)")
+        say("")
+        say("scenario               race - oracle   race / oracle   sequential - oracle   sequential / oracle   goal (race <= oracle + 5 s)")
         var allMet = true
         for (censor, oracle, race, sequential) in rows {
             guard let o = oracle.seconds else {
-                print("\(censor.padding(toLength: 23, withPad: " ", startingAt: 0))oracle did not get ready")
+                say("\(censor.padding(toLength: 23, withPad: " ", startingAt: 0))oracle did not get ready")
                 allMet = false
                 continue
             }
@@ -132,11 +131,11 @@ struct AssistBenchmark {
             func ratio(_ t: Timing) -> String { t.seconds.map { String(format: "%.2f", $0 / o) } ?? "-" }
             let met = race.seconds.map { $0 <= o + 5 } ?? false
             allMet = allMet && met
-            print(censor.padding(toLength: 23, withPad: " ", startingAt: 0) + delta(race).padding(toLength: 16, withPad: " ", startingAt: 0)
+            say(censor.padding(toLength: 23, withPad: " ", startingAt: 0) + delta(race).padding(toLength: 16, withPad: " ", startingAt: 0)
                   + ratio(race).padding(toLength: 16, withPad: " ", startingAt: 0) + delta(sequential).padding(toLength: 22, withPad: " ", startingAt: 0)
                   + ratio(sequential).padding(toLength: 22, withPad: " ", startingAt: 0) + (met ? "met" : "MISSED"))
         }
-        print(allMet ? "goal met in every scenario" : "goal missed in at least one scenario")
+        say(allMet ? "goal met in every scenario" : "goal missed in at least one scenario")
     }
 
     private func line(_ censor: String, _ oracle: Timing, _ race: Timing, _ sequential: Timing) -> String {
@@ -165,4 +164,9 @@ final class LineCollector: @unchecked Sendable {
         defer { lock.unlock() }
         return text.split(separator: "\n").first { $0.contains(needle) }.map(String.init)
     }
+}
+
+/// A line to stdout at once (print buffers when stdout is not a terminal, and the runs are long).
+private func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
