@@ -173,6 +173,19 @@ import Testing
         #expect(selector.probeFinished(passed(1), forKey: "obfs4:yours", cycle: 0, at: .seconds(4)).isEmpty)
     }
 
+    @Test func anEarlierRouteStillBeingProbedIsWaitedForBeforeALaterOneThatPassed() {
+        var selector = RouteSelector(routes: Self.routes(), strategy: .race)
+        _ = selector.start(at: .zero)
+        for key in ["direct", "obfs4:yours", "snowflake:built-in"] { selector.probeStarted(forKey: key, cycle: 1) }
+        _ = selector.probeFinished(passed(300), forKey: "snowflake:built-in", cycle: 1, at: .milliseconds(300))
+        // direct failed, snowflake passed, but obfs4 (ahead of snowflake) is still being probed.
+        #expect(movedOn(selector.probeFinished(failed(.timeout), forKey: "direct", cycle: 1, at: .seconds(3))).isEmpty)
+        #expect(selector.currentRoute?.key == "direct")
+        let events = selector.probeFinished(passed(3100), forKey: "obfs4:yours", cycle: 1, at: .milliseconds(3100))
+        #expect(movedOn(events).first?.reason == .probeFailed)
+        #expect(trying(events) == "obfs4:yours", "the route ahead in the order, once it answered")
+    }
+
     @Test func aRouteWhoseProbeFailedIsPassedOverAndNamedInTheFailures() {
         var selector = RouteSelector(routes: Self.routes(), strategy: .race)
         _ = selector.start(at: .zero)

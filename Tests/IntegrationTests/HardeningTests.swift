@@ -249,15 +249,19 @@ final class RunSocketSampler: @unchecked Sendable {
         let proxyPIDs = sampleProxies ? ["snowflake-proxy-1", "snowflake-proxy-2"].compactMap { bed.recordedPID($0) } : []
         if sampleProxies { #expect(proxyPIDs.count == 2, "the test bed's snowflake proxies' PIDs") }
         task = Task.detached { [weak self] in
+            var round = 0
             while !Task.isCancelled {
-                let listening = ProcView.tcpSockets(of: client, state: "0A").map(\.localPort)
+                // Proxies every 10 ms: connection assist's snowflake probe opens a data channel
+                // and closes it at once, and the proxy's socket for it lives only that long.
+                let listening = round % 20 == 0 ? ProcView.tcpSockets(of: client, state: "0A").map(\.localPort) : []
                 let proxyPorts = proxyPIDs.flatMap { ProcView.udpSockets(of: $0).map(\.localPort) }
                 guard let self else { return }
                 self.lock.withLock {
                     self.listeners.formUnion(listening)
                     self.proxies.formUnion(proxyPorts)
                 }
-                try? await Task.sleep(for: .milliseconds(200))
+                round += 1
+                try? await Task.sleep(for: .milliseconds(10))
             }
         }
     }

@@ -230,6 +230,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
             reprobeDue[key] = nil
             let inFlightKey = "\(cycle)|\(key)"
             guard probesInFlight[inFlightKey] == nil, let route = selector.routes.first(where: { $0.key == key }) else { continue }
+            selector.probeStarted(forKey: key, cycle: cycle)
             probesInFlight[inFlightKey] = Task { [weak self] in
                 let result = await probe(route)
                 await self?.probeDone(result, key: key, cycle: cycle)

@@ -182,6 +182,8 @@ public struct RouteSelector: Sendable {
     public private(set) var probes: [String: ProbeResult] = [:]
     /// Failure signals on the current route since its last progress.
     public private(set) var tally = FailureJudge.Tally()
+    /// Route keys whose probe is running now (the driver says so with `probeStarted`).
+    public private(set) var probesRunning: Set<String> = []
 
     private var started: Duration = .zero
     private var attemptStart: Duration = .zero
@@ -256,14 +258,22 @@ public struct RouteSelector: Sendable {
                                    failures: tally.failures, distinctPeers: tally.peers.count), at: now)
     }
 
+    /// A probe of the route with `key` started (race strategy): while it runs, a route after it
+    /// in the order is not chosen over it on a probe result alone.
+    public mutating func probeStarted(forKey key: String, cycle probeCycle: Int) {
+        guard strategy == .race, probeCycle == cycle else { return }
+        probesRunning.insert(key)
+    }
+
     /// A probe of the route with `key` finished (race strategy). When the current route's probe
     /// failed while another passed, or the current one failed before and now another passed,
     /// assist moves on to the best route that passed.
     public mutating func probeFinished(_ result: ProbeResult, forKey key: String, cycle probeCycle: Int, at now: Duration) -> [AssistEvent] {
         guard strategy == .race, probeCycle == cycle, let route = routes.first(where: { $0.key == key }) else { return [] }
         probes[key] = result
+        probesRunning.remove(key)
         var events: [AssistEvent] = [.probed(route, result)]
-        if case .trying = phase, let current = currentRoute, looksFailed(current.key) {
+        if case .trying = phase, let current = currentRoute, looksFailed(current.key), !anEarlierRouteIsStillBeingProbed() {
             events += moveOn(RouteFailure(route: current, reason: .probeFailed, progress: progress, tag: tag,
                                           duration: now - attemptStart, detail: nil, probe: probes[current.key]), at: now)
         }
@@ -345,6 +355,16 @@ public struct RouteSelector: Sendable {
 
     // MARK: Internals
 
+    /// True when a route not yet left in this pass, ahead in the order of every route whose probe
+    /// passed, is still being probed: its answer is worth the wait (at most its probe's limit),
+    /// as the order puts the routes that bootstrap faster and cost less first.
+    private func anEarlierRouteIsStillBeingProbed() -> Bool {
+        guard let firstPassed = routes.firstIndex(where: { !doneThisPass.contains($0.key) && probes[$0.key]?.outcome == .passed }) else {
+            return false
+        }
+        return routes[..<firstPassed].contains { !doneThisPass.contains($0.key) && probesRunning.contains($0.key) }
+    }
+
     /// A route whose probe failed in this pass while another route's probe passed.
     private func looksFailed(_ key: String) -> Bool {
         guard strategy == .race, let result = probes[key], result.outcome == .failed else { return false }
@@ -356,6 +376,7 @@ public struct RouteSelector: Sendable {
         failuresThisPass = []
         doneThisPass = []
         probes = [:]
+        probesRunning = []
         guard !routes.isEmpty else {
             phase = .idle
             return []

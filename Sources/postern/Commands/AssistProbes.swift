@@ -1,6 +1,8 @@
 import BridgeConfig
 import Foundation
+import Obfs4Transport
 import PosternCore
+import SnowflakeTransport
 import TransportBase
 
 /// Connection assist's probes (race strategy): while tor tries one route, each other route is
@@ -30,7 +32,10 @@ struct AssistProbes: Sendable {
     let directEndpoints: [TransportEndpoint]
 
     init(torOptions: [TorOption]) throws {
-        registry = try Transports.registry(handshakeTimeout: .seconds(3))
+        // No retry with an old-style key for obfs4: one attempt says enough, and a retry would
+        // double the time a silently dropped bridge takes to fail.
+        registry = try TransportRegistry([Obfs4Transport(connectTimeout: .seconds(3), handshakeTimeout: .seconds(3), retryForOldBridges: false),
+                                          SnowflakeTransport(proxyPatience: .seconds(6), waitsForDataChannel: true)])
         directEndpoints = Self.directoryEndpoints(torOptions)
     }
 
