@@ -173,6 +173,27 @@ import Testing
         #expect(selector.probeFinished(passed(1), forKey: "obfs4:yours", cycle: 0, at: .seconds(4)).isEmpty)
     }
 
+    @Test func aFailureOlderThanEveryPassIsCheckedAgainNotTrusted() {
+        var selector = RouteSelector(routes: Self.routes(), strategy: .race)
+        _ = selector.start(at: .zero)
+        // The network was down (or held) when direct's probe ran; snowflake's came through later.
+        _ = selector.probeFinished(failed(.timeout), forKey: "direct", cycle: 1, at: .seconds(3))
+        #expect(movedOn(selector.probeFinished(passed(4300), forKey: "snowflake:built-in", cycle: 1, at: .milliseconds(4300))).isEmpty)
+        #expect(selector.currentRoute?.key == "direct")
+        #expect(selector.currentFailureNeedsRecheck)
+        selector.probeStarted(forKey: "direct", cycle: 1)
+        #expect(!selector.currentFailureNeedsRecheck, "already being checked")
+        // Checked again, it passes: direct stays.
+        #expect(movedOn(selector.probeFinished(passed(2), forKey: "direct", cycle: 1, at: .milliseconds(4400))).isEmpty)
+        #expect(selector.currentRoute?.key == "direct" && !selector.currentFailureNeedsRecheck)
+        // Had it failed again, now after a pass, it would be left.
+        var other = RouteSelector(routes: Self.routes(), strategy: .race)
+        _ = other.start(at: .zero)
+        _ = other.probeFinished(failed(.timeout), forKey: "direct", cycle: 1, at: .seconds(3))
+        _ = other.probeFinished(passed(4300), forKey: "snowflake:built-in", cycle: 1, at: .milliseconds(4300))
+        #expect(movedOn(other.probeFinished(failed(.timeout), forKey: "direct", cycle: 1, at: .milliseconds(7400))).first?.reason == .probeFailed)
+    }
+
     @Test func anEarlierRouteStillBeingProbedIsWaitedForBeforeALaterOneThatPassed() {
         var selector = RouteSelector(routes: Self.routes(), strategy: .race)
         _ = selector.start(at: .zero)
@@ -194,6 +215,9 @@ import Testing
         #expect(selector.currentRoute?.key == "direct", "nothing passed: a failed probe alone proves nothing")
         // direct's probe passes; its bootstrap then stalls (DPI after the handshake): the window catches it.
         #expect(movedOn(selector.probeFinished(passed(5), forKey: "direct", cycle: 1, at: .milliseconds(30))).isEmpty)
+        // Their failures came before any pass: not trusted until probed again, and they fail again.
+        _ = selector.probeFinished(failed(.refused, 20), forKey: "obfs4:yours", cycle: 1, at: .milliseconds(2040))
+        _ = selector.probeFinished(failed(.refused, 25), forKey: "snowflake:built-in", cycle: 1, at: .milliseconds(2050))
         let events = selector.tick(at: .seconds(30))
         let failures = movedOn(events)
         #expect(failures.map(\.reason) == [.noProgress, .probeFailed, .probeFailed])

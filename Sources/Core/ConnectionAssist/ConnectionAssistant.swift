@@ -206,6 +206,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
             for (result, key, cycle) in deferred {
                 pending += selector.probeFinished(result, forKey: key, cycle: cycle, at: now)
             }
+            if !deferred.isEmpty { recheckIfStale() }
         }
     }
 
@@ -257,6 +258,15 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
             return
         }
         await handle(selector.probeFinished(result, forKey: key, cycle: cycle, at: now))
+        recheckIfStale()
+    }
+
+    /// The current route's failed probe is older than another route's pass: probe it again at
+    /// once rather than leave it on what may have been a network that was not up yet.
+    private func recheckIfStale() {
+        guard selector.currentFailureNeedsRecheck, let key = selector.currentRoute?.key else { return }
+        reprobeDue[key] = now
+        scheduleProbes()
     }
 
     private func record(_ events: [AssistEvent]) {

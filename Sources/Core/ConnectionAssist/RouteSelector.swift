@@ -184,6 +184,8 @@ public struct RouteSelector: Sendable {
     public private(set) var tally = FailureJudge.Tally()
     /// Route keys whose probe is running now (the driver says so with `probeStarted`).
     public private(set) var probesRunning: Set<String> = []
+    /// When each of this pass's probe results came in.
+    private var probeTimes: [String: Duration] = [:]
 
     private var started: Duration = .zero
     private var attemptStart: Duration = .zero
@@ -271,6 +273,7 @@ public struct RouteSelector: Sendable {
     public mutating func probeFinished(_ result: ProbeResult, forKey key: String, cycle probeCycle: Int, at now: Duration) -> [AssistEvent] {
         guard strategy == .race, probeCycle == cycle, let route = routes.first(where: { $0.key == key }) else { return [] }
         probes[key] = result
+        probeTimes[key] = now
         probesRunning.remove(key)
         var events: [AssistEvent] = [.probed(route, result)]
         if case .trying = phase, let current = currentRoute, looksFailed(current.key), !anEarlierRouteIsStillBeingProbed() {
@@ -365,10 +368,24 @@ public struct RouteSelector: Sendable {
         return routes[..<firstPassed].contains { !doneThisPass.contains($0.key) && probesRunning.contains($0.key) }
     }
 
-    /// A route whose probe failed in this pass while another route's probe passed.
+    /// A route whose probe failed in this pass while another route's probe had passed already:
+    /// the network worked when this route did not. A pass that came in only after the failure
+    /// does not count (the network may just have come up); `needsRecheck` asks for a new probe.
     private func looksFailed(_ key: String) -> Bool {
-        guard strategy == .race, let result = probes[key], result.outcome == .failed else { return false }
-        return probes.contains { $0.key != key && $0.value.outcome == .passed }
+        guard strategy == .race, let result = probes[key], result.outcome == .failed, let failedAt = probeTimes[key] else { return false }
+        return probes.contains { other in
+            other.key != key && other.value.outcome == .passed && (probeTimes[other.key] ?? .zero) <= failedAt
+        }
+    }
+
+    /// True when the current route's probe failed, no pass came in before that failure, and one
+    /// came in after it: the failure may be stale, so the driver probes the route again now.
+    public var currentFailureNeedsRecheck: Bool {
+        guard strategy == .race, case .trying = phase, let key = currentRoute?.key, let result = probes[key],
+              result.outcome == .failed, !probesRunning.contains(key), !looksFailed(key), let failedAt = probeTimes[key] else { return false }
+        return probes.contains { other in
+            other.key != key && other.value.outcome == .passed && (probeTimes[other.key] ?? .zero) > failedAt
+        }
     }
 
     private mutating func beginPass(at now: Duration) -> [AssistEvent] {
@@ -376,6 +393,7 @@ public struct RouteSelector: Sendable {
         failuresThisPass = []
         doneThisPass = []
         probes = [:]
+        probeTimes = [:]
         probesRunning = []
         guard !routes.isEmpty else {
             phase = .idle
