@@ -28,8 +28,11 @@ final class AssistRunner: Sendable {
     /// Called with each snapshot (for the status file) and whether it is a line-worthy change.
     private let onSnapshot: @Sendable (AssistSnapshot) -> Void
 
+    private let eventLog: RunEventLog?
+
     init(manager: TorManager, settings: SettingsSource, output: Output, json: Bool, strategy: AssistStrategy = .race,
-         probes: AssistProbes?, onSnapshot: @escaping @Sendable (AssistSnapshot) -> Void) {
+         probes: AssistProbes?, eventLog: RunEventLog?, onSnapshot: @escaping @Sendable (AssistSnapshot) -> Void) {
+        self.eventLog = eventLog
         self.manager = manager
         self.settings = settings
         self.output = output
@@ -112,6 +115,7 @@ final class AssistRunner: Sendable {
         onSnapshot(update.snapshot)
         var memoryChanged = false
         for event in update.events {
+            eventLog?.assist(event)
             switch event {
             case .connected(let route, _):
                 do {

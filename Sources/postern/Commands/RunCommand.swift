@@ -115,7 +115,7 @@ final class RunSession: Sendable {
         let json = invocation.json
         let probes = strategy == .race ? try AssistProbes(torOptions: configuration.options) : nil
         let assist = AssistRunner(manager: manager, settings: settings, output: output, json: json, strategy: strategy,
-                                  probes: probes) { [manager] snapshot in
+                                  probes: probes, eventLog: eventLog) { [manager] snapshot in
             state.values.withLock {
                 $0.assist = snapshot
                 if let route = snapshot.route { $0.route = route }
