@@ -22,9 +22,12 @@ demo: deps
 # obfs4 client vs obfs4proxy's own client on the same path: throughput, CPU per 100 MB, handshake.
 # snowflake client vs Debian's snowflake-client on one test-bed stack: bootstrap, first byte,
 # throughput both ways (brings up and takes down its own test bed).
+# connection assist: time to ready under none, block-tor, block-tor-and-bridges for the race and
+# sequential strategies and the working route alone (its own test bed too).
 bench: deps
 	swift run -c release postern-bench obfs4
 	scripts/bench-snowflake.sh
+	scripts/bench-assist.sh
 
 # libFuzzer over every decoder (one target each, see Fuzz/README.md): FUZZ_SECONDS each, then a
 # table of executions and coverage per target. A crash or a broken invariant fails the run.

@@ -6,7 +6,9 @@
 //     dot-stuffed data, end line " "), parses to the same reply, and all its lines share one status;
 //   - after an error the parser holds no partial reply;
 //   - keywordArguments of a line, written back (positional words, then KEY="quoted value"), parses
-//     to the same words and keywords, and quoted(text) always reads back as text.
+//     to the same words and keywords, and quoted(text) always reads back as text;
+//   - an ORCONN event or a bootstrap warning from any line parses without trapping, within its
+//     caps, and its failure signal, fed to connection assist's selector, never traps.
 import FuzzSupport
 import PosternCore
 
@@ -36,6 +38,9 @@ func checkControlReplies(_ input: UnsafeRawBufferPointer) {
         line.hasSuffix("\r") ? String(line.dropLast()) : String(line)
     }
     var parser = ControlReplyParser()
+    // One selector per input: every input's signals are judged from the same start.
+    var assistSelector = RouteSelector(routes: [.direct()], strategy: .race)
+    _ = assistSelector.start(at: .zero)
     for line in lines {
         let reply: ControlReply?
         do {
@@ -64,6 +69,21 @@ func checkControlReplies(_ input: UnsafeRawBufferPointer) {
         }
         fuzzCheck((try? ControlSyntax.keywordArguments("K=" + ControlSyntax.quoted(line)))?.keywords["K"] == line,
                   "a quoted string does not read back")
+
+        var signals: [ConnectionSignal] = []
+        if let event = try? OrConnectionEvent.parse(eventText: line) {
+            fuzzCheck(event.target.utf8.count <= 256 && event.status.rawValue.utf8.count <= 32, "an ORCONN event past its caps")
+            if let signal = ConnectionSignal(event) { signals.append(signal) }
+        }
+        if line.hasPrefix("STATUS_CLIENT "), let phase = try? BootstrapPhase.parse(statusText: String(line.dropFirst("STATUS_CLIENT ".count))),
+           let problem = phase.problem {
+            fuzzCheck(problem.reason.utf8.count <= 64 && (problem.count.map { (0...1_000_000).contains($0) } ?? true),
+                      "a bootstrap problem past its caps")
+            if let signal = ConnectionSignal(problem) { signals.append(signal) }
+        }
+        for signal in signals {
+            _ = assistSelector.observe(signal: signal, at: .seconds(5))
+        }
     }
 }
 

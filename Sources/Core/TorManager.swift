@@ -16,6 +16,7 @@ public actor TorManager {
     /// a start requested while a shutdown is in flight runs after it finishes.
     private var lifecycleTail: Task<Void, Never>?
     private var subscribers: [UUID: AsyncStream<TorStatus>.Continuation] = [:]
+    private var signalSubscribers: [UUID: AsyncStream<ConnectionSignal>.Continuation] = [:]
 
     public init() {}
 
@@ -46,6 +47,25 @@ public actor TorManager {
     }
 
     private func unsubscribe(_ id: UUID) { subscribers[id] = nil }
+
+    /// Failure signals from tor's control events from now on: OR connections that failed for a
+    /// reason about the route (`ORCONN ... FAILED|CLOSED REASON=...`) and bootstrap warnings with
+    /// a REASON (connection assist's judge counts them). At most 256 are buffered.
+    public func connectionSignals() -> AsyncStream<ConnectionSignal> {
+        let (stream, continuation) = AsyncStream.makeStream(of: ConnectionSignal.self, bufferingPolicy: .bufferingNewest(256))
+        let id = UUID()
+        signalSubscribers[id] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribeSignals(id) }
+        }
+        return stream
+    }
+
+    private func unsubscribeSignals(_ id: UUID) { signalSubscribers[id] = nil }
+
+    private func publish(_ signal: ConnectionSignal) {
+        for continuation in signalSubscribers.values { continuation.yield(signal) }
+    }
 
     // MARK: Lifecycle
 
@@ -176,7 +196,7 @@ public actor TorManager {
             }
         }
         do {
-            try await connection.setEvents(["STATUS_CLIENT"])
+            try await connection.setEvents(["STATUS_CLIENT", "ORCONN"])
             beginAttempt()
             try await refreshBootstrapPhase()
         } catch {
@@ -271,8 +291,14 @@ public actor TorManager {
     }
 
     private func handle(event: ControlReply) async {
-        guard let first = event.lines.first, first.text.hasPrefix("STATUS_CLIENT ") else { return }
+        guard let first = event.lines.first else { return }
+        if let orConnection = try? OrConnectionEvent.parse(eventText: first.text) {
+            if let signal = ConnectionSignal(orConnection) { publish(signal) }
+            return
+        }
+        guard first.text.hasPrefix("STATUS_CLIENT ") else { return }
         guard let phase = try? BootstrapPhase.parse(statusText: String(first.text.dropFirst("STATUS_CLIENT ".count))) else { return }
+        if let problem = phase.problem, let signal = ConnectionSignal(problem) { publish(signal) }
         await apply(phase)
     }
 

@@ -291,9 +291,16 @@ case "snowflake":
         FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
         exit(1)
     }
+case "assist":
+    do {
+        try AssistBenchmark().run()
+    } catch {
+        FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
+        exit(1)
+    }
 case "--help", "-h", "help":
-    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)")
+    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench assist   (inside the test bed: scripts/bench-assist.sh)")
 default:
-    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n".utf8))
+    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n       postern-bench assist\n".utf8))
     exit(64)
 }

@@ -42,7 +42,7 @@ import Testing
     @Test func runRejectsBadAssistOptionsBeforeStartingTor() throws {
         let sandbox = Sandbox()
         for arguments in [["--route-timeout", "direct"], ["--route-timeout", "direct=5"], ["--route-timeout", "bad name=5/4"],
-                          ["--builtin-bridges", "/nonexistent/builtins.txt"]] {
+                          ["--builtin-bridges", "/nonexistent/builtins.txt"], ["--assist-strategy", "fastest"]] {
             let result = try sandbox.run(["run", "--transport", "auto", "--socks", "39349"] + arguments)
             #expect(result.status == 64, "\(arguments): \(result.stdout) \(result.stderr)")
             #expect(!result.stdout.contains("trying"), "no route was tried")

@@ -168,6 +168,24 @@ extension TestBedSuite {
             #expect(perDestination[required, default: 0] > 0, "no packet to \(required): the capture did not see the route (\(perDestination))")
         }
         #expect(local > 0, "the client's own listeners (SOCKS) carried packets")
+        // Connection assist's probes (issue 14) run in the same process, so every probe packet is
+        // in this capture and held to the same allow list above. A probe that passed must have
+        // reached its route's own destinations (and nothing else, by the violation check).
+        var passedProbes: [String] = []
+        if leakCase.transport == "auto" {
+            #expect(run.output.contains("probing them all meanwhile"), "the race strategy probes: \(run.output)")
+            for line in run.output.split(separator: "\n") where line.hasPrefix("probe ") && line.contains(": passed") {
+                let label = String(line.dropFirst("probe ".count).prefix { $0 != ":" })
+                passedProbes.append(label)
+                let destination: LeakRouteDestination? = label == "direct" ? .torNetwork
+                    : label.hasPrefix("bridges (obfs4") ? .obfs4Bridge : label.hasPrefix("bridges (snowflake") ? .snowflake : nil
+                let kinds = try #require(destination.map { try RouteAllowList(bed: bed, destinations: [$0], proxyPorts: sampler.proxyPorts) },
+                                         "a probe of a route this case does not allow: \(line)")
+                for name in kinds.names where !(destination == .snowflake && name == "snowflake proxies" && sampler.proxyPorts.isEmpty) {
+                    #expect(perDestination[name, default: 0] > 0, "probe \(label) passed but no packet to \(name) was captured")
+                }
+            }
+        }
         let heldPackets = clientPackets.filter { $0.time < liftedAt }.count
         // "ready: socks5 HOST:PORT (route: ROUTE, 3.2 s)"
         var route = Substring(ready ?? "")
@@ -175,7 +193,7 @@ extension TestBedSuite {
         if let comma = route.range(of: ", ", options: .backwards) { route = route[..<comma.lowerBound] }
         print("leak proof \(leakCase.testDescription) (ready via \(route)): \(clientPackets.count) packets of the client (nftables counted \(counted)): "
               + "\(perDestination.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")), "
-              + "own listeners \(local); \(violations.count) elsewhere, \(dns.count) DNS; \(heldPackets) while held; "
+              + "own listeners \(local); probes passed: \(passedProbes); \(violations.count) elsewhere, \(dns.count) DNS; \(heldPackets) while held; "
               + "\(appWhileHeld.count) to the page server/DNS while not ready, \(appAfter.count) after (from the exit)")
     }
 }
@@ -231,15 +249,19 @@ final class RunSocketSampler: @unchecked Sendable {
         let proxyPIDs = sampleProxies ? ["snowflake-proxy-1", "snowflake-proxy-2"].compactMap { bed.recordedPID($0) } : []
         if sampleProxies { #expect(proxyPIDs.count == 2, "the test bed's snowflake proxies' PIDs") }
         task = Task.detached { [weak self] in
+            var round = 0
             while !Task.isCancelled {
-                let listening = ProcView.tcpSockets(of: client, state: "0A").map(\.localPort)
+                // Proxies every 10 ms: connection assist's snowflake probe opens a data channel
+                // and closes it at once, and the proxy's socket for it lives only that long.
+                let listening = round % 20 == 0 ? ProcView.tcpSockets(of: client, state: "0A").map(\.localPort) : []
                 let proxyPorts = proxyPIDs.flatMap { ProcView.udpSockets(of: $0).map(\.localPort) }
                 guard let self else { return }
                 self.lock.withLock {
                     self.listeners.formUnion(listening)
                     self.proxies.formUnion(proxyPorts)
                 }
-                try? await Task.sleep(for: .milliseconds(200))
+                round += 1
+                try? await Task.sleep(for: .milliseconds(10))
             }
         }
     }

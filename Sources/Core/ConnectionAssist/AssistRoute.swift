@@ -146,7 +146,8 @@ public struct AssistRoutePlan: Sendable, Hashable {
     ///     never replaced or resurrected by a built-in. Defaults to `yours`.
     public init(yours: [BridgeLine], yoursOrigin: AssistRoute.Origin = .yours, custom: [BridgeLine]? = nil,
                 builtins: [TransportName: [BridgeLine]], available: Set<TransportName>, limits: RouteLimitTable,
-                lastGood: String?, includeDirect: Bool = true) {
+                lastGood: String?, includeDirect: Bool = true, memory: AssistMemory? = nil, network: String = AssistMemory.globalNetwork,
+                now: Date = Date()) {
         let customIdentities = Set((custom ?? yours).map(\.identity))
         let customAddresses = Set((custom ?? yours).map(\.address))
         var notes: [String] = []
@@ -173,6 +174,16 @@ public struct AssistRoutePlan: Sendable, Hashable {
             }
         }
         var movedFirst = false
+        var lastGood = lastGood
+        if let memory {
+            // This network's memory orders the routes; its best route counts as the last good one.
+            let ordered = memory.order(routes.map(\.key), network: network, now: now)
+            routes = ordered.compactMap { key in routes.first { $0.key == key } }
+            if let best = ordered.first, memory.score(best, network: network, now: now) > 0.05 {
+                lastGood = best
+                movedFirst = true
+            }
+        }
         if let lastGood, let index = routes.firstIndex(where: { $0.key == lastGood }), index > 0 {
             routes.insert(routes.remove(at: index), at: 0)
             movedFirst = true

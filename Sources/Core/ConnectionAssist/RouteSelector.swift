@@ -10,6 +10,11 @@ public struct RouteFailure: Sendable, Hashable, CustomStringConvertible {
         public static let unavailable = Reason(rawValue: "unavailable")
         /// The settings changed and the route is gone or changed.
         public static let settingsChanged = Reason(rawValue: "settings-changed")
+        /// tor's connections on the route were refused, reset or timed out repeatedly, towards
+        /// several distinct peers (ORCONN failures, bootstrap warnings, transport dial errors).
+        public static let connectionsFailing = Reason(rawValue: "connections-failing")
+        /// The route's probe failed while another route's probe passed.
+        public static let probeFailed = Reason(rawValue: "probe-failed")
         public var description: String { rawValue }
     }
 
@@ -21,6 +26,30 @@ public struct RouteFailure: Sendable, Hashable, CustomStringConvertible {
     /// For noProgress, how long it stood still; otherwise how long the attempt lasted.
     public let duration: Duration
     public let detail: String?
+    /// For connectionsFailing: what failed most, how often, towards how many distinct peers.
+    public var problem: ConnectionProblem?
+    public var failures: Int = 0
+    public var distinctPeers: Int = 0
+    /// For probeFailed: the probe that failed. Also true when the route was passed over without
+    /// being applied to tor at all (its probe failed before its turn).
+    public var probe: ProbeResult?
+    public var skipped = false
+
+    public init(route: AssistRoute, reason: Reason, progress: Int, tag: String, duration: Duration, detail: String?,
+                problem: ConnectionProblem? = nil, failures: Int = 0, distinctPeers: Int = 0, probe: ProbeResult? = nil,
+                skipped: Bool = false) {
+        self.route = route
+        self.reason = reason
+        self.progress = progress
+        self.tag = tag
+        self.duration = duration
+        self.detail = detail
+        self.problem = problem
+        self.failures = failures
+        self.distinctPeers = distinctPeers
+        self.probe = probe
+        self.skipped = skipped
+    }
 
     /// "stalled at 10% "conn_done" for 30 s", "ceiling of 45 s reached at 50% "requesting_descriptors"".
     public var description: String {
@@ -29,7 +58,47 @@ public struct RouteFailure: Sendable, Hashable, CustomStringConvertible {
         case .noProgress: return "stalled at \(at) for \(duration.wholeOrFractionalSeconds) s"
         case .ceilingReached: return "ceiling of \(route.limits.ceiling.wholeOrFractionalSeconds) s reached at \(at)"
         case .unavailable: return "could not be used: \(detail ?? "unknown problem")"
+        case .connectionsFailing:
+            return "\(failures) connections failed (mostly \(problem?.rawValue ?? "other")) towards \(distinctPeers) distinct "
+                + "\(distinctPeers == 1 ? "peer" : "peers") at \(at) after \(duration.wholeOrFractionalSeconds) s"
+        case .probeFailed:
+            let what = "probe \(probe?.summary ?? "failed") while another route's probe passed"
+            return skipped ? "not tried: \(what)" : "\(what), after \(duration.wholeOrFractionalSeconds) s at \(at)"
         default: return "left after \(duration.wholeOrFractionalSeconds) s: \(detail ?? reason.rawValue)"
+        }
+    }
+}
+
+/// Why connection assist picked the route it applies next.
+public struct RouteChoice: Sendable, Hashable, CustomStringConvertible {
+    public struct Reason: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            try container.encode(rawValue)
+        }
+        public var description: String { rawValue }
+        /// The first route of a pass (the order: memory, then the default order).
+        public static let firstInOrder = Reason(rawValue: "first-in-order")
+        /// Its probe passed; it is the best-ranked route that did.
+        public static let probePassed = Reason(rawValue: "probe-passed")
+        /// The next route in order (no probe has passed yet, or the strategy is sequential).
+        public static let nextInOrder = Reason(rawValue: "next-in-order")
+        /// The settings added it.
+        public static let newInSettings = Reason(rawValue: "new-in-settings")
+    }
+    public let route: AssistRoute
+    public let reason: Reason
+    public let probe: ProbeResult?
+
+    public var description: String {
+        switch reason {
+        case .probePassed: return "its probe \(probe?.summary ?? "passed")"
+        case .firstInOrder: return "it is first in the order"
+        case .newInSettings: return "the settings added it"
+        default: return "it is next in the order"
         }
     }
 }
@@ -38,6 +107,8 @@ public struct RouteFailure: Sendable, Hashable, CustomStringConvertible {
 public enum AssistEvent: Sendable, Hashable {
     /// Apply this route now. `position` is 1-based within `count` routes; `cycle` counts passes.
     case trying(AssistRoute, position: Int, count: Int, cycle: Int)
+    /// Why the route of the `trying` that follows was chosen.
+    case chose(RouteChoice)
     /// The previous route was given up, and why.
     case movedOn(RouteFailure)
     /// Every route of this pass failed; the next pass starts after `retryIn`. Tor keeps the last
@@ -45,11 +116,18 @@ public enum AssistEvent: Sendable, Hashable {
     case allFailed([RouteFailure], retryIn: Duration)
     /// Bootstrap reached 100% on this route.
     case connected(AssistRoute, after: Duration)
+    /// A probe of this route finished (race strategy).
+    case probed(AssistRoute, ProbeResult)
 }
 
 /// The connection assist state machine: which route to try, when to give up on it, and the
 /// backoff between passes. It has no clock and no tor: every input carries the current time (a
 /// monotonic `Duration` since any fixed origin), so tests drive it with made-up times.
+///
+/// With the race strategy it also takes probe results (`probeFinished`) and failure signals
+/// (`observe(signal:)`): a route is left as soon as its connections fail towards several peers,
+/// or its probe fails while another route's passed; the next route is the best one whose probe
+/// passed. The ceiling and no-progress window stay, as the last resort for silent drops.
 public struct RouteSelector: Sendable {
     public enum Phase: Sendable, Hashable {
         case idle
@@ -83,6 +161,11 @@ public struct RouteSelector: Sendable {
     public private(set) var routes: [AssistRoute]
     public private(set) var phase: Phase = .idle
     public let backoff: Backoff
+    public let strategy: AssistStrategy
+    public let judge: FailureJudge
+    /// Signals within this time of applying a route are ignored: they may come from tearing down
+    /// the previous route's connections.
+    public var signalGrace: Duration = .seconds(1)
     /// Index of the route tor is configured with (kept while waiting).
     public private(set) var currentIndex: Int?
     /// 1-based pass number.
@@ -95,6 +178,14 @@ public struct RouteSelector: Sendable {
     public private(set) var triedKeys: [String] = []
     /// The most recent failure, kept across passes for status.
     public private(set) var lastFailure: RouteFailure?
+    /// This pass's probe results by route key (race strategy).
+    public private(set) var probes: [String: ProbeResult] = [:]
+    /// Failure signals on the current route since its last progress.
+    public private(set) var tally = FailureJudge.Tally()
+    /// Route keys whose probe is running now (the driver says so with `probeStarted`).
+    public private(set) var probesRunning: Set<String> = []
+    /// When each of this pass's probe results came in.
+    private var probeTimes: [String: Duration] = [:]
 
     private var started: Duration = .zero
     private var attemptStart: Duration = .zero
@@ -102,10 +193,15 @@ public struct RouteSelector: Sendable {
     private var bestProgress = 0
     private var progress = 0
     private var tag = ""
+    /// Keys left (tried or passed over) in this pass.
+    private var doneThisPass: Set<String> = []
 
-    public init(routes: [AssistRoute], backoff: Backoff = .standard) {
+    public init(routes: [AssistRoute], backoff: Backoff = .standard, strategy: AssistStrategy = .sequential,
+                judge: FailureJudge = FailureJudge()) {
         self.routes = routes
         self.backoff = backoff
+        self.strategy = strategy
+        self.judge = judge
     }
 
     public var currentRoute: AssistRoute? { currentIndex.map { routes[$0] } }
@@ -145,11 +241,46 @@ public struct RouteSelector: Sendable {
             if case .trying = phase, newProgress > bestProgress {
                 bestProgress = newProgress
                 lastProgressAt = now
+                tally = FailureJudge.Tally()
             }
             return []
         case .idle, .connected:
             return []
         }
+    }
+
+    /// A failure signal about the route tor is using (race strategy; ignored by sequential).
+    public mutating func observe(signal: ConnectionSignal, at now: Duration) -> [AssistEvent] {
+        guard strategy == .race, case .trying = phase, let route = currentRoute, now - attemptStart >= signalGrace,
+              route.isPeer(signal.peer) else { return [] }
+        tally.add(signal)
+        guard judge.hasFailed(tally, peerCount: route.isDirect ? nil : route.bridges.count) else { return [] }
+        return moveOn(RouteFailure(route: route, reason: .connectionsFailing, progress: progress, tag: tag,
+                                   duration: now - attemptStart, detail: nil, problem: tally.mainProblem,
+                                   failures: tally.failures, distinctPeers: tally.peers.count), at: now)
+    }
+
+    /// A probe of the route with `key` started (race strategy): while it runs, a route after it
+    /// in the order is not chosen over it on a probe result alone.
+    public mutating func probeStarted(forKey key: String, cycle probeCycle: Int) {
+        guard strategy == .race, probeCycle == cycle else { return }
+        probesRunning.insert(key)
+    }
+
+    /// A probe of the route with `key` finished (race strategy). When the current route's probe
+    /// failed while another passed, or the current one failed before and now another passed,
+    /// assist moves on to the best route that passed.
+    public mutating func probeFinished(_ result: ProbeResult, forKey key: String, cycle probeCycle: Int, at now: Duration) -> [AssistEvent] {
+        guard strategy == .race, probeCycle == cycle, let route = routes.first(where: { $0.key == key }) else { return [] }
+        probes[key] = result
+        probeTimes[key] = now
+        probesRunning.remove(key)
+        var events: [AssistEvent] = [.probed(route, result)]
+        if case .trying = phase, let current = currentRoute, looksFailed(current.key), !anEarlierRouteIsStillBeingProbed() {
+            events += moveOn(RouteFailure(route: current, reason: .probeFailed, progress: progress, tag: tag,
+                                          duration: now - attemptStart, detail: nil, probe: probes[current.key]), at: now)
+        }
+        return events
     }
 
     /// Checks the current route's ceiling and no-progress window, and the end of a backoff.
@@ -204,7 +335,8 @@ public struct RouteSelector: Sendable {
             }
             failedPasses = 0
             failuresThisPass = []
-            return events + tryRoute(at: fresh, now: now)
+            doneThisPass = []
+            return events + tryRoute(at: fresh, now: now, why: .newInSettings)
         }
         if let keptIndex, case .trying = phase {
             currentIndex = keptIndex
@@ -219,40 +351,124 @@ public struct RouteSelector: Sendable {
         return beginPass(at: now)
     }
 
+    /// The route keys that still need a probe in this pass (race strategy), in order.
+    public var unprobedKeys: [String] {
+        strategy == .race ? routes.map(\.key).filter { probes[$0] == nil } : []
+    }
+
     // MARK: Internals
+
+    /// True when a route not yet left in this pass, ahead in the order of every route whose probe
+    /// passed, is still being probed: its answer is worth the wait (at most its probe's limit),
+    /// as the order puts the routes that bootstrap faster and cost less first.
+    private func anEarlierRouteIsStillBeingProbed() -> Bool {
+        guard let firstPassed = routes.firstIndex(where: { !doneThisPass.contains($0.key) && probes[$0.key]?.outcome == .passed }) else {
+            return false
+        }
+        return routes[..<firstPassed].contains { !doneThisPass.contains($0.key) && probesRunning.contains($0.key) }
+    }
+
+    /// A route whose probe failed in this pass while another route's probe had passed already:
+    /// the network worked when this route did not. A pass that came in only after the failure
+    /// does not count (the network may just have come up); `needsRecheck` asks for a new probe.
+    private func looksFailed(_ key: String) -> Bool {
+        guard strategy == .race, let result = probes[key], result.outcome == .failed, let failedAt = probeTimes[key] else { return false }
+        return probes.contains { other in
+            other.key != key && other.value.outcome == .passed && (probeTimes[other.key] ?? .zero) <= failedAt
+        }
+    }
+
+    /// True when the current route's probe failed, no pass came in before that failure, and one
+    /// came in after it: the failure may be stale, so the driver probes the route again now.
+    public var currentFailureNeedsRecheck: Bool {
+        guard strategy == .race, case .trying = phase, let key = currentRoute?.key, let result = probes[key],
+              result.outcome == .failed, !probesRunning.contains(key), !looksFailed(key), let failedAt = probeTimes[key] else { return false }
+        return probes.contains { other in
+            other.key != key && other.value.outcome == .passed && (probeTimes[other.key] ?? .zero) > failedAt
+        }
+    }
 
     private mutating func beginPass(at now: Duration) -> [AssistEvent] {
         cycle += 1
         failuresThisPass = []
+        doneThisPass = []
+        probes = [:]
+        probeTimes = [:]
+        probesRunning = []
         guard !routes.isEmpty else {
             phase = .idle
             return []
         }
-        return tryRoute(at: 0, now: now)
+        return tryRoute(at: 0, now: now, why: .firstInOrder)
     }
 
-    private mutating func tryRoute(at index: Int, now: Duration) -> [AssistEvent] {
+    private mutating func tryRoute(at index: Int, now: Duration, why: RouteChoice.Reason) -> [AssistEvent] {
         currentIndex = index
         phase = .trying
         attemptStart = now
         lastProgressAt = now
         bestProgress = progress
-        triedKeys.append(routes[index].key)
-        return [.trying(routes[index], position: index + 1, count: routes.count, cycle: cycle)]
+        tally = FailureJudge.Tally()
+        let route = routes[index]
+        doneThisPass.insert(route.key)
+        triedKeys.append(route.key)
+        return [.chose(RouteChoice(route: route, reason: why, probe: probes[route.key])),
+                .trying(route, position: index + 1, count: routes.count, cycle: cycle)]
+    }
+
+    /// The next route to apply: with the race strategy the first (in order) whose probe passed,
+    /// else the next in order; routes whose probe failed while another passed are passed over
+    /// (and recorded as failures of this pass).
+    private mutating func nextRoute(at now: Duration) -> (index: Int, why: RouteChoice.Reason)? {
+        if strategy == .race {
+            if let passed = routes.indices.first(where: { !doneThisPass.contains(routes[$0].key) && probes[routes[$0].key]?.outcome == .passed }) {
+                return (passed, .probePassed)
+            }
+        }
+        let from = (currentIndex ?? -1) + 1
+        for index in routes.indices where index >= from || strategy == .race {
+            let route = routes[index]
+            guard !doneThisPass.contains(route.key) else { continue }
+            if looksFailed(route.key) {
+                doneThisPass.insert(route.key)
+                let failure = RouteFailure(route: route, reason: .probeFailed, progress: progress, tag: tag, duration: .zero,
+                                           detail: nil, probe: probes[route.key], skipped: true)
+                failuresThisPass.append(failure)
+                continue
+            }
+            return (index, .nextInOrder)
+        }
+        return nil
     }
 
     private mutating func moveOn(_ failure: RouteFailure, at now: Duration) -> [AssistEvent] {
         failuresThisPass.append(failure)
         lastFailure = failure
         var events: [AssistEvent] = [.movedOn(failure)]
-        let next = (currentIndex ?? -1) + 1
-        if next < routes.count {
-            return events + tryRoute(at: next, now: now)
+        let skippedBefore = failuresThisPass.count
+        let next = nextRoute(at: now)
+        for skipped in failuresThisPass[skippedBefore...] { events.append(.movedOn(skipped)) }
+        if let next {
+            return events + tryRoute(at: next.index, now: now, why: next.why)
         }
         failedPasses += 1
         let delay = backoff.delay(afterFailedPasses: failedPasses)
         phase = .waiting(until: now + delay)
         events.append(.allFailed(failuresThisPass, retryIn: delay))
         return events
+    }
+}
+
+extension AssistRoute {
+    /// Whether a signal's peer belongs to this route: for bridges, one of its bridges (by
+    /// fingerprint or address); for direct, anything (tor picks among many relays). A signal
+    /// without a peer (a transport's dial) counts for any route.
+    func isPeer(_ peer: String?) -> Bool {
+        guard let peer, !isDirect else { return true }
+        let upper = peer.uppercased()
+        return bridges.contains { bridge in
+            if let fingerprint = bridge.fingerprint, upper.contains(fingerprint.hex.uppercased()) { return true }
+            return peer.contains(bridge.address.description)
+        }
     }
 }

@@ -35,12 +35,15 @@ public struct TransportEvent: Sendable, CustomStringConvertible {
     public let severity: Severity
     public let transport: TransportName
     public let message: String
+    /// The typed error of a failed dial (connection assist counts these as failure signals).
+    public let error: TransportError?
 
-    public init(kind: Kind, severity: Severity, transport: TransportName, message: String) {
+    public init(kind: Kind, severity: Severity, transport: TransportName, message: String, error: TransportError? = nil) {
         self.kind = kind
         self.severity = severity
         self.transport = transport
         self.message = message
+        self.error = error
     }
 
     public var description: String { "\(transport) \(kind): \(message)" }

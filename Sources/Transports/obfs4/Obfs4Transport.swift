@@ -44,7 +44,8 @@ public struct Obfs4Transport: PluggableTransport {
             return try await attempt(endpoint, configuration: configuration, keyPair: retryKey, context: context)
         } catch {
             let reason = (error as? TransportError)?.description ?? "unexpected error"
-            events.emit(TransportEvent(kind: .dialFailed, severity: .warning, transport: name, message: reason))
+            events.emit(TransportEvent(kind: .dialFailed, severity: .warning, transport: name, message: reason,
+                                       error: error as? TransportError))
             throw error
         }
     }

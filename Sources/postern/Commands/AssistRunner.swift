@@ -20,16 +20,36 @@ final class AssistRunner: Sendable {
     private let output: Output
     private let json: Bool
     private let running = Mutex<Running?>(nil)
+    private let strategy: AssistStrategy
+    private let probes: AssistProbes?
+    private let memory: Mutex<AssistMemory>
+    private let network: String
+    private let started = ContinuousClock.now
     /// Called with each snapshot (for the status file) and whether it is a line-worthy change.
     private let onSnapshot: @Sendable (AssistSnapshot) -> Void
 
-    init(manager: TorManager, settings: SettingsSource, output: Output, json: Bool,
-         onSnapshot: @escaping @Sendable (AssistSnapshot) -> Void) {
+    private let eventLog: RunEventLog?
+
+    init(manager: TorManager, settings: SettingsSource, output: Output, json: Bool, strategy: AssistStrategy = .race,
+         probes: AssistProbes?, eventLog: RunEventLog?, onSnapshot: @escaping @Sendable (AssistSnapshot) -> Void) {
+        self.eventLog = eventLog
         self.manager = manager
         self.settings = settings
         self.output = output
         self.json = json
+        self.strategy = strategy
+        self.probes = probes
         self.onSnapshot = onSnapshot
+        let memory = AssistMemory.read(in: settings.stateDirectory)
+        self.memory = Mutex(memory)
+        network = memory.networkKey(gatewayHardwareAddress: AssistMemory.defaultGatewayHardwareAddress())
+    }
+
+    /// A transport's failed dial (typed): a failure signal for the route using that transport.
+    func transportDialFailed(transport: String, code: String, kind: String) {
+        guard let assistant = running.withLock({ $0?.assistant }) else { return }
+        let signal = ConnectionSignal(source: .transportDial, problem: ConnectionProblem(transportCode: code, kind: kind), peer: nil)
+        Task { await assistant.report(signal, transport: transport) }
     }
 
     /// The option that keeps tor off the network until assist applies the first route.
@@ -37,7 +57,9 @@ final class AssistRunner: Sendable {
 
     func start(_ plan: AssistRoutePlan) async {
         if !json {
-            output.print("connection assist: trying \(plan.routes.map(\.label).joined(separator: ", ")) in this order")
+            var order = "connection assist: trying \(plan.routes.map(\.label).joined(separator: ", ")) in this order"
+            if strategy == .race { order += ", probing them all meanwhile" }
+            output.print(order)
             if plan.lastGoodFirst, let first = plan.routes.first {
                 output.print("connection assist: \(first.label) goes first: it connected last time")
             }
@@ -45,7 +67,12 @@ final class AssistRunner: Sendable {
         }
         let settings = settings
         let manager = manager
-        let assistant = ConnectionAssistant(routes: plan.routes, manager: manager, clock: ContinuousClock()) { route in
+        var probe: ConnectionAssistant<ContinuousClock>.RouteProbe?
+        if let probes {
+            probe = { @Sendable route in await probes.probe(route) }
+        }
+        let assistant = ConnectionAssistant(routes: plan.routes, manager: manager, clock: ContinuousClock(), strategy: strategy,
+                                            probe: probe) { route in
             let routePlan = try settings.plan(for: route)
             try await manager.reconfigure(routePlan.options + [try TorOption("DisableNetwork", "0")],
                                           resetting: Self.managedKeys)
@@ -86,13 +113,31 @@ final class AssistRunner: Sendable {
 
     private func report(_ update: ConnectionAssistant<ContinuousClock>.Update) {
         onSnapshot(update.snapshot)
+        var memoryChanged = false
         for event in update.events {
-            if case .connected(let route, _) = event {
+            eventLog?.assist(event)
+            switch event {
+            case .connected(let route, _):
                 do {
                     try AssistFiles.writeLastGoodRoute(route.key, in: settings.stateDirectory)
                 } catch {
                     output.error("postern run: cannot remember the route that worked: \(error)")
                 }
+                let seconds = (ContinuousClock.now - started).seconds
+                memory.withLock { $0.recordSuccess(route.key, network: network, secondsToReady: seconds) }
+                memoryChanged = true
+            case .movedOn(let failure) where failure.reason != .settingsChanged && failure.reason != .unavailable:
+                memory.withLock { $0.recordFailure(failure.route.key, network: network) }
+                memoryChanged = true
+            default:
+                break
+            }
+        }
+        if memoryChanged {
+            do {
+                try memory.withLock { $0 }.write(in: settings.stateDirectory)
+            } catch {
+                output.error("postern run: cannot update the connection assist memory: \(error)")
             }
         }
         guard !json else { return }
@@ -104,9 +149,18 @@ final class AssistRunner: Sendable {
                 if cycle > 1 { line += ", pass \(cycle)" }
                 line += "): up to \(route.limits.ceiling.seconds.formatted()) s, moving on after"
                 line += " \(route.limits.noProgressWindow.seconds.formatted()) s without progress"
+                if strategy == .race { line += ", sooner on failing connections or a failed probe" }
                 output.print(line)
+            case .chose(let choice):
+                if choice.reason == .probePassed { output.print("connection assist: choosing \(choice.route.label): \(choice)") }
+            case .probed(let route, let result):
+                output.print("probe \(route.label): \(result.summary)")
             case .movedOn(let failure):
-                output.print("moving on from \(failure.route.label): \(failure)")
+                if failure.skipped {
+                    output.print("passing over \(failure.route.label): \(failure)")
+                } else {
+                    output.print("moving on from \(failure.route.label): \(failure)")
+                }
             case .allFailed(let failures, let retryIn):
                 let reasons = failures.map { "\($0.route.label): \($0)" }.joined(separator: "; ")
                 var line = "stalled: every route failed (\(reasons)); trying them all again in \(retryIn.seconds.formatted()) s"

@@ -14,8 +14,10 @@ extension Command {
         changes made while it runs are applied to the running tor without a restart (also on SIGHUP).
         With the transport auto (the default), connection assist tries direct, your obfs4 bridges, the
         built-in obfs4 bridges, snowflake and any other transport with bridges, the route that worked
-        last time first; each route has a ceiling and a no-progress window (defaults direct 45/30,
-        obfs4 120/90, snowflake 300/120 s; 'postern transport limits' or --route-timeout change them).
+        last time on this network first, probing the others meanwhile; a route is left as soon as its
+        connections fail towards several peers or its probe fails while another passes, and at the
+        latest after its ceiling or no-progress window (defaults direct 45/30, obfs4 120/90,
+        snowflake 300/120 s; 'postern transport limits' or --route-timeout change them).
         """,
         options: [
             .value("socks", "[HOST:]PORT", "SOCKS5 listener, loopback only (default 127.0.0.1:39050)"),
@@ -26,6 +28,7 @@ extension Command {
             .value("stall-timeout", "SECONDS", "bootstrap deadline before a stall is reported (default 75); with auto, caps every route's ceiling"),
             .value("route-timeout", "KIND=CEILING/WINDOW", repeatable: true,
                    "auto: seconds a route may take in all and without progress, KIND direct or a transport (e.g. direct=45/30)"),
+            .value("assist-strategy", "NAME", "auto: race (probe every route while tor tries one, leave a route on failure signals; the default) or sequential (one route after another by their windows)"),
             .value("builtin-bridges", "FILE", "use these bridge lines (or a JSON list) as the built-in bridges (private test networks)"),
             .flag("json", "print each status change as a JSON line instead of a progress bar"),
             .value("events-json", "FILE", "append timestamped events (milestones, first byte, ready, stall) as JSON lines (docs/AB-TRIALS.md)"),
@@ -65,12 +68,18 @@ final class RunSession: Sendable {
         let output = invocation.output
         let paths = invocation.paths
         let eventLog = try arguments.value("events-json").map { try RunEventLog(path: $0) }
+        var strategy = AssistStrategy.race
+        if let text = arguments.value("assist-strategy") {
+            do { strategy = try AssistStrategy(parsing: text) } catch { throw invocation.usageError("--assist-strategy: \(error.message)") }
+        }
         // External plugins are read once, at start; their processes start when a bridge needs them.
         let plugins = try invocation.bridgeStore().load().plugins
         let dataDirectory = arguments.value("data-dir").map { URL(fileURLWithPath: $0) } ?? paths.torDataDirectory
         let registry = try Transports.registry(plugins: plugins, stateLocation: dataDirectory)
+        let dialFailures = Mutex<(@Sendable (TransportEvent) -> Void)?>(nil)
         let transportHost = TransportHost(registry: registry, events: TransportEventSink { event in
             eventLog?.transport(event)
+            if event.kind == .dialFailed, let forward = dialFailures.withLock({ $0 }) { forward(event) }
             // Transport events carry no addresses or certs; problems are worth a line. A dial cut
             // short because its listener was stopped (connection assist moving on) is not one.
             let cutShort = event.kind == .dialFailed && event.message.hasSuffix("the operation was cancelled")
@@ -113,7 +122,9 @@ final class RunSession: Sendable {
             }
         }
         let json = invocation.json
-        let assist = AssistRunner(manager: manager, settings: settings, output: output, json: json) { [manager] snapshot in
+        let probes = strategy == .race ? try AssistProbes(torOptions: configuration.options) : nil
+        let assist = AssistRunner(manager: manager, settings: settings, output: output, json: json, strategy: strategy,
+                                  probes: probes, eventLog: eventLog) { [manager] snapshot in
             state.values.withLock {
                 $0.assist = snapshot
                 if let route = snapshot.route { $0.route = route }
@@ -186,6 +197,11 @@ final class RunSession: Sendable {
             eventLog?.stopped()
             try? FileManager.default.removeItem(at: paths.runStatusFile)
             throw CommandFailure("tor did not start: \(error)")
+        }
+        dialFailures.withLock { forward in
+            forward = { [assist] event in
+                assist.transportDialFailed(transport: event.transport.rawValue, code: event.error?.code.rawValue ?? "", kind: event.error?.kind.rawValue ?? "")
+            }
         }
         if case .assist(let plan) = mode { await assist.start(plan) }
 

@@ -21,7 +21,13 @@ import TransportBase
 /// - `ready`: 100 % and the SOCKS listener bound, `socks`;
 /// - `stalled`: the stall deadline passed, `progress`, `tag`, `warning`;
 /// - `failed`: the core failed, `message`;
-/// - `stopped`: the run ended.
+/// - `stopped`: the run ended;
+/// - connection assist's decisions (race and sequential), by route key, never an address:
+///   `assist-probe` (`route`, `outcome` passed|failed|skipped, `ms`, `problem`), `assist-choose`
+///   (`route`, `choice`: first-in-order, probe-passed, next-in-order, new-in-settings),
+///   `assist-move` (`route`, `reason`: no-progress, ceiling-reached, connections-failing,
+///   probe-failed, unavailable, settings-changed; `problem`, `failures`, `peers`, `skipped`),
+///   `assist-all-failed` (`retryIn`) and `assist-connected` (`route`, `seconds`).
 /// The file is created with mode 0600. Bridge lines never reach it (PT messages carry none).
 final class RunEventLog: Sendable {
     private let descriptor: Int32
@@ -61,6 +67,33 @@ final class RunEventLog: Sendable {
         write("transport", ["kind": .string(event.kind.rawValue), "transport": .string(event.transport.rawValue),
                             "message": .string(event.message)])
         if event.kind == .connected { firstByte(source: "\(event.transport) \(event.kind)") }
+    }
+
+    func assist(_ event: AssistEvent) {
+        switch event {
+        case .probed(let route, let result):
+            var fields: [String: Field] = ["route": .string(route.key), "outcome": .string(result.outcome.rawValue),
+                                           "ms": .double(result.milliseconds)]
+            if let problem = result.problem { fields["problem"] = .string(problem.rawValue) }
+            write("assist-probe", fields)
+        case .chose(let choice):
+            write("assist-choose", ["route": .string(choice.route.key), "choice": .string(choice.reason.rawValue)])
+        case .movedOn(let failure):
+            var fields: [String: Field] = ["route": .string(failure.route.key), "reason": .string(failure.reason.rawValue),
+                                           "skipped": .int(failure.skipped ? 1 : 0)]
+            if let problem = failure.problem ?? failure.probe?.problem { fields["problem"] = .string(problem.rawValue) }
+            if failure.reason == .connectionsFailing {
+                fields["failures"] = .int(failure.failures)
+                fields["peers"] = .int(failure.distinctPeers)
+            }
+            write("assist-move", fields)
+        case .allFailed(_, let retryIn):
+            write("assist-all-failed", ["retryIn": .double(retryIn.seconds)])
+        case .connected(let route, let after):
+            write("assist-connected", ["route": .string(route.key), "seconds": .double((after.seconds * 1000).rounded() / 1000)])
+        case .trying:
+            break
+        }
     }
 
     func observe(_ status: TorStatus) {

@@ -126,10 +126,13 @@ struct SettingsSource: Sendable {
         var available = Set(transports.availableTransports.compactMap(TransportName.init))
         available.insert(.vanilla)
         let lastGood = AssistFiles.readLastGoodRoute(in: stateDirectory)
+        let memory = AssistMemory.read(in: stateDirectory)
+        let network = memory.networkKey(gatewayHardwareAddress: AssistMemory.defaultGatewayHardwareAddress())
         if !overrideBridges.isEmpty {
             // --bridge: exactly these bridges, by transport; no direct attempt, no built-ins.
             return .assist(AssistRoutePlan(yours: overrideBridges, yoursOrigin: .commandLine, builtins: [:],
-                                           available: available, limits: limits, lastGood: lastGood, includeDirect: false))
+                                           available: available, limits: limits, lastGood: lastGood, includeDirect: false,
+                                           memory: memory, network: network))
         }
         var builtinLines: [TransportName: [BridgeLine]] = [:]
         if let builtins {
@@ -137,7 +140,7 @@ struct SettingsSource: Sendable {
         }
         return .assist(AssistRoutePlan(yours: configuration.enabledBridges().map(\.line),
                                        custom: configuration.bridges.map(\.line), builtins: builtinLines,
-                                       available: available, limits: limits, lastGood: lastGood))
+                                       available: available, limits: limits, lastGood: lastGood, memory: memory, network: network))
     }
 
     /// The tor options for one connection assist route, starting the listener its transport needs
