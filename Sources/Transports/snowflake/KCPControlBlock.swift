@@ -5,6 +5,15 @@
 //
 // Pure logic: the caller supplies the clock (milliseconds, wrapping UInt32) and moves packets. Not
 // thread-safe; its owner serialises access.
+//
+// Hostile input (a proxy sees and can forge these bytes): no field of a peer's segment may trap, hang
+// or grow memory without a cap. Sequence numbers, una and timestamps wrap (the protocol's modular
+// arithmetic: `&+`, `&-`, `timeDiff`); an RTT sample is clamped to maxRTO before any sum (a forged
+// ACK timestamp 2^31 ms old used to overflow the Int32 sums, as kcp-go's own wrap hides); a
+// segment's RTO backoff stops at maxRTO; a payload longer than the MSS is a typed error; what is
+// held for the reader (out of order plus in order) is at most receiveBufferLimit segments, and a
+// segment beyond that is neither stored nor acknowledged (the peer sends it again); pending ACKs
+// are capped at pendingAcknowledgementLimit. `frg` is ignored (stream mode: always 0).
 
 struct KCPControlBlock {
     static let overhead = KCPSegment.headerSize
@@ -14,6 +23,13 @@ struct KCPControlBlock {
     static let probeInitial: UInt32 = 7000
     static let probeLimit: UInt32 = 120000
     static let deadLink = 20
+    /// Segments held for the reader (out of order in rcv_buf plus in order in rcv_queue) at most:
+    /// 2048 × 1376 bytes ≈ 2.8 MB. A legitimate server never comes near it (smux's 1 MiB stream
+    /// window keeps under 800 segments in flight); a proxy that forges segments all over the
+    /// 65535-segment window cannot make us hold 90 MB.
+    static let receiveBufferLimit = 2048
+    /// ACKs waiting for the next flush at most (flushes run every 10 ms).
+    static let pendingAcknowledgementLimit = 4096
 
     let conversation: UInt32
     let mtu: Int
@@ -63,6 +79,15 @@ struct KCPControlBlock {
     /// Bytes ready for `receive()`.
     var hasReceivedData: Bool { !receiveQueue.isEmpty }
 
+    /// Segments held for the reader now (in order and out of order); at most receiveBufferLimit.
+    var heldSegments: Int { receiveBuffer.count + receiveQueue.count }
+
+    /// ACKs waiting for the next flush.
+    var pendingAcknowledgements: Int { acknowledgements.count }
+
+    /// How far beyond rcv_nxt a segment is accepted: the window, but no more than we hold.
+    private var acceptWindow: UInt32 { min(receiveWindow, UInt32(Self.receiveBufferLimit)) }
+
     // MARK: sending
 
     /// Stream mode: appends to the last queued segment while it has room, then fills new segments.
@@ -98,6 +123,10 @@ struct KCPControlBlock {
     mutating func input(_ packet: [UInt8], now: UInt32) throws(SnowflakeError) {
         let segments = try KCPSegment.decodePacket(packet, conversation: conversation)
         var maxAck: UInt32?
+        for segment in segments where segment.payload.count > mss {
+            throw SnowflakeError(code: .kcpMalformed, kind: .protocolViolation,
+                                 message: "a KCP segment from the snowflake proxy or server carries \(segment.payload.count) bytes, more than the MSS")
+        }
         for segment in segments {
             remoteWindow = UInt32(segment.window)
             parseUna(segment.unacknowledged)
@@ -112,10 +141,14 @@ struct KCPControlBlock {
                 if let current = maxAck { if timeDiff(segment.sequenceNumber, current) > 0 { maxAck = segment.sequenceNumber } }
                 else { maxAck = segment.sequenceNumber }
             case .push:
-                if timeDiff(segment.sequenceNumber, receiveNext &+ receiveWindow) < 0 {
-                    acknowledgements.append((segment.sequenceNumber, segment.timestamp))
+                // Within what we hold: acknowledged (also a duplicate below rcv_nxt, whose ACK was
+                // lost). Beyond it: dropped unacknowledged, so the peer sends it again.
+                if timeDiff(segment.sequenceNumber, receiveNext &+ acceptWindow) < 0 {
                     if timeDiff(segment.sequenceNumber, receiveNext) >= 0 {
-                        parseData(segment)
+                        guard parseData(segment) else { continue }
+                    }
+                    if acknowledgements.count < Self.pendingAcknowledgementLimit {
+                        acknowledgements.append((segment.sequenceNumber, segment.timestamp))
                     }
                 }
             case .windowProbe:
@@ -126,7 +159,10 @@ struct KCPControlBlock {
         }
     }
 
-    private mutating func updateRTT(_ rtt: Int32) {
+    /// RFC 6298-style smoothing as skywind3000/kcp. The sample is clamped to [0, maxRTO] first, so
+    /// every sum below stays far inside Int32 (7 × 60000 at most) whatever timestamp a peer forges.
+    private mutating func updateRTT(_ sample: Int32) {
+        let rtt = min(max(0, sample), Self.maxRTO)
         if smoothedRTT == 0 {
             smoothedRTT = rtt
             rttVariance = rtt / 2
@@ -135,7 +171,7 @@ struct KCPControlBlock {
             rttVariance = (3 * rttVariance + delta) / 4
             smoothedRTT = max(1, (7 * smoothedRTT + rtt) / 8)
         }
-        let rto = smoothedRTT + max(Int32(interval), 4 * rttVariance)
+        let rto = smoothedRTT + max(Int32(clamping: interval), 4 * rttVariance)
         retransmitTimeout = min(max(Self.minRTO, rto), Self.maxRTO)
     }
 
@@ -154,23 +190,27 @@ struct KCPControlBlock {
         sendUnacknowledged = sendBuffer.first?.segment.sequenceNumber ?? sendNext
     }
 
-    private mutating func parseData(_ segment: KCPSegment) {
+    /// Stores an in-window segment; false when it is not kept because the reader's buffers are full
+    /// (then it must not be acknowledged). A duplicate counts as kept.
+    private mutating func parseData(_ segment: KCPSegment) -> Bool {
         let sn = segment.sequenceNumber
-        guard timeDiff(sn, receiveNext &+ receiveWindow) < 0, timeDiff(sn, receiveNext) >= 0 else { return }
+        guard timeDiff(sn, receiveNext &+ acceptWindow) < 0, timeDiff(sn, receiveNext) >= 0 else { return false }
         var insertAt = receiveBuffer.count
         for index in stride(from: receiveBuffer.count - 1, through: 0, by: -1) {
             let existing = receiveBuffer[index].sequenceNumber
-            if existing == sn { return }  // duplicate
+            if existing == sn { return true }  // duplicate
             if timeDiff(sn, existing) > 0 { break }
             insertAt = index
         }
+        guard heldSegments < Self.receiveBufferLimit else { return false }
         receiveBuffer.insert(segment, at: insertAt)
         moveReceiveBufferToQueue()
+        return true
     }
 
     private mutating func moveReceiveBufferToQueue() {
         while let first = receiveBuffer.first, first.sequenceNumber == receiveNext,
-              UInt32(receiveQueue.count) < receiveWindow {
+              UInt32(receiveQueue.count) < acceptWindow {
             receiveQueue.append(first.payload)
             receiveBuffer.removeFirst()
             receiveNext &+= 1
@@ -253,8 +293,10 @@ struct KCPControlBlock {
                 sendBuffer[index].resendAt = now &+ UInt32(retransmitTimeout)
             } else if timeDiff(now, sendBuffer[index].resendAt) >= 0 {
                 due = true
-                // nodelay 0: the RTO grows by max(own rto, current rto), i.e. doubles.
-                sendBuffer[index].rto += max(sendBuffer[index].rto, retransmitTimeout)
+                // nodelay 0: the RTO grows by max(own rto, current rto), i.e. doubles; it stops
+                // at maxRTO (kcp-go's uint32 grows on; past 60 s the dead link ends it anyway).
+                let grown = sendBuffer[index].rto + max(sendBuffer[index].rto, retransmitTimeout)
+                sendBuffer[index].rto = min(grown, Self.maxRTO)
                 sendBuffer[index].resendAt = now &+ UInt32(sendBuffer[index].rto)
             }
             if due {

@@ -8,6 +8,11 @@
 //
 // A header with another version is a fatal protocol error for smux, and so is an unknown command.
 // Data frames carry at most MaxFrameSize (32768) bytes. Client stream IDs are odd, the first is 3.
+//
+// Hostile input: the 16-bit length bounds a frame (the decoder holds at most one incomplete frame,
+// 65535 + 8 bytes, beyond what it was just given); a wrong version or unknown command is a typed
+// error; nothing here does arithmetic on a peer's number beyond index bounds it has checked. What a
+// frame means (stream ids, windows) is SmuxStreamState's business.
 
 /// One smux frame.
 public struct SmuxFrame: Hashable, Sendable {

@@ -4,6 +4,16 @@
 // acknowledged with UPD frames (consumed so far, our 1 MiB window) after the first read and whenever
 // half a window has been read since the last UPD, and a NOP on stream 0 goes out every 10 s.
 //
+// Honest flow control, as smux-go: "consumed" is what the local reader (tor) has actually read
+// (`consume`), not what has arrived. So a peer that respects the window has at most streamBuffer
+// bytes waiting for tor, and one that sends more is cut off with smux-window-exceeded: bytes held
+// for a slow reader are capped at streamBuffer (1 MiB) per stream.
+//
+// Hostile input: every counter that smux wraps (sent, consumed, the peer's consumed) uses wrapping
+// arithmetic; a window update's window is taken as given (a lie can only stall our own sending);
+// frames for other streams (smux-go's server never opens one), SYNs and NOPs are ignored, so the
+// stream count of a session is 1 by construction; a UPD with a malformed payload is ignored.
+//
 // Pure logic like KCPControlBlock: frames in, frames out; the owner serialises access.
 
 struct SmuxStreamState {
@@ -16,6 +26,8 @@ struct SmuxStreamState {
     private(set) var peerConsumed: UInt32 = 0
     private(set) var sent: UInt32 = 0
     private(set) var consumed: UInt32 = 0
+    /// Stream bytes received from the peer (mod 2³²).
+    private(set) var received: UInt32 = 0
     private var consumedSinceUpdate: UInt32 = 0
     private var pendingOut: [UInt8] = []
     private(set) var peerFinished = false
@@ -63,23 +75,35 @@ struct SmuxStreamState {
         return frames
     }
 
+    /// Bytes received but not read by the local reader yet; at most streamBuffer.
+    var unread: UInt32 { received &- consumed }
+
+    /// The local reader has read `count` more bytes: the window update to send, if one is due
+    /// (after the first read, then whenever half a window has been read since the last one).
+    mutating func consume(_ count: Int) -> SmuxFrame? {
+        let n = UInt32(clamping: min(count, Int(unread)))
+        guard n > 0 else { return nil }
+        let firstRead = consumed == 0
+        consumed &+= n
+        consumedSinceUpdate &+= n
+        guard firstRead || consumedSinceUpdate >= Self.streamBuffer / 2 else { return nil }
+        consumedSinceUpdate = 0
+        return .update(streamID: streamID, consumed: consumed, window: Self.streamBuffer)
+    }
+
     /// Handles one frame from the peer; returns the data for the user, and frames to send back.
-    mutating func receive(_ frame: SmuxFrame) -> (data: [UInt8], replies: [SmuxFrame]) {
+    /// Data beyond the window we granted (streamBuffer unread bytes) is a protocol violation.
+    mutating func receive(_ frame: SmuxFrame) throws(SnowflakeError) -> (data: [UInt8], replies: [SmuxFrame]) {
         switch frame.command {
         case .push where frame.streamID == streamID:
-            // smux-go sends UPD when the application reads; we hand data over at once, so reading
-            // and receiving coincide.
             let n = UInt32(frame.payload.count)
             guard n > 0 else { return ([], []) }
-            let firstRead = consumed == 0
-            consumed &+= n
-            consumedSinceUpdate &+= n
-            var replies: [SmuxFrame] = []
-            if firstRead || consumedSinceUpdate >= Self.streamBuffer / 2 {
-                consumedSinceUpdate = 0
-                replies.append(.update(streamID: streamID, consumed: consumed, window: Self.streamBuffer))
+            guard unread <= Self.streamBuffer, Self.streamBuffer - unread >= n else {
+                throw SnowflakeError(code: .smuxWindowExceeded, kind: .protocolViolation,
+                                     message: "the snowflake server (or the proxy in between) sent more stream data than the \(Self.streamBuffer)-byte window allows")
             }
-            return (frame.payload, replies)
+            received &+= n
+            return (frame.payload, [])
         case .update where frame.streamID == streamID:
             if let update = frame.windowUpdate {
                 peerConsumed = update.consumed

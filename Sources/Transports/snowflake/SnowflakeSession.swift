@@ -330,6 +330,7 @@ public actor SnowflakeSession {
     }
 
     private func received(_ bytes: [UInt8]) async throws(SnowflakeError) {
+        guard !ended else { return }
         lastInbound = now
         encapsulation.append(bytes)
         while let packet = try encapsulation.nextPacket() {
@@ -338,18 +339,31 @@ public actor SnowflakeSession {
         let data = kcp.receive()
         guard !data.isEmpty else { return }
         frames.append(data)
-        var repliesQueued = false
-        while let frame = try frames.nextFrame() {
-            let (payload, replies) = stream.receive(frame)
-            if !payload.isEmpty { continuation.yield(payload) }
-            for reply in replies {
-                kcp.send(reply.encoded)
-                repliesQueued = true
+        // An smux violation corrupts the one byte stream for good: a new carrier cannot help, so
+        // the session ends (KCP and encapsulation errors above only cost the carrier).
+        do throws(SnowflakeError) {
+            while let frame = try frames.nextFrame() {
+                let (payload, _) = try stream.receive(frame)
+                if !payload.isEmpty { continuation.yield(payload) }
+                if stream.peerFinished {
+                    continuation.finish()
+                }
             }
-            if stream.peerFinished {
-                continuation.finish()
-            }
+        } catch {
+            end(error)
         }
-        if repliesQueued { try await flush() }
     }
+
+    /// The reader of `incoming` has taken `count` more bytes: smux's window opens by that much
+    /// (a window update goes out when one is due). Until then the server may send at most
+    /// SmuxStreamState.streamBuffer bytes ahead of the reader, so a slow tor holds memory bounded
+    /// by that, not by what the server would like to send.
+    public func acknowledgeRead(_ count: Int) async {
+        guard !ended, let update = stream.consume(count) else { return }
+        kcp.send(update.encoded)
+        try? await flush()
+    }
+
+    /// Stream bytes received and not yet acknowledged as read.
+    public var unreadStreamBytes: Int { Int(stream.unread) }
 }
