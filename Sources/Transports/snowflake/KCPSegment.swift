@@ -13,6 +13,10 @@
 // A packet never exceeds the 1400-byte MTU (24-byte header + at most 1376 data bytes for a single
 // segment). kcp-go rejects a packet whose segments name another conv or an unknown cmd, and stops
 // at a tail shorter than a header; the decoder below does the same.
+//
+// Hostile input: `len` is checked against the bytes present before any slice (a 32-bit length in a
+// 64-bit Int cannot overflow the sum); numbers are only decoded here. What they mean (windows,
+// wrapping sequence arithmetic, RTT) is checked in KCPControlBlock.swift.
 
 /// One KCP segment.
 public struct KCPSegment: Hashable, Sendable {

@@ -12,6 +12,11 @@
 //     a=ice-ufrag:<ufrag> / a=ice-pwd:<pwd> / a=candidate:... / a=end-of-candidates
 //
 // The proxy answers a=setup:active: it is the DTLS client, we are the DTLS server.
+//
+// Hostile input (the answer is the proxy's, relayed by the broker): numbers are parsed by the
+// checked initialisers (UInt32, UInt16, Int: an out-of-range value is a typed error or ignored, never
+// a trap); the answer is at most BrokerRendezvous.readLimit bytes, and WebRTCDataChannel takes at
+// most DataChannelProtocol.answerCandidateLimit candidates from it.
 
 /// An ICE candidate line's fields (RFC 8839 section 5.1).
 public struct ICECandidate: Hashable, Sendable {

@@ -55,6 +55,13 @@ public actor SnowflakeSession {
     static let spareLifetimeMs: UInt32 = 20_000
     /// How long the session waits for a new carrier before it gives up.
     public static let defaultRedialLimit: Duration = .seconds(60)
+    /// How long data may wait to be sent without any progress (nothing acknowledged, no smux
+    /// window opening) before the session ends: a peer that keeps its KCP or smux window shut
+    /// while answering everything else would otherwise hold tor's writes forever.
+    static let sendStallLimitMs: UInt32 = 60_000
+    /// Since when data has waited without progress, and the progress seen then.
+    private var stalledSince: UInt32 = 0
+    private var lastProgress: (acknowledged: UInt32, sent: UInt32) = (0, 0)
     private var tasks: [Task<Void, Never>] = []
     private let clock = ContinuousClock()
     private let epoch: ContinuousClock.Instant
@@ -288,6 +295,15 @@ public actor SnowflakeSession {
             if silence > Int32(Self.stalenessMs) || unanswered > Int32(Self.inFlightSilenceMs) {
                 carrier.close()  // the reader sees it end and redials
             }
+        }
+        let waiting = stream.backlog > 0 || kcp.waitingToSend > 0
+        let progress = (acknowledged: kcp.sendUnacknowledged, sent: stream.sent)
+        if !waiting || progress != lastProgress {
+            stalledSince = now
+            lastProgress = progress
+        } else if timeDiff(now, stalledSince) > Int32(Self.sendStallLimitMs) {
+            end(SnowflakeError(code: .timeout, kind: .network,
+                               message: "the snowflake server kept its window shut: no progress sending for \(Self.sendStallLimitMs / 1000) s"))
         }
         if kcp.deadLinkReached {
             end(SnowflakeError(code: .timeout, kind: .network, message: "KCP gave up: a segment was sent 20 times without an ACK"))
