@@ -15,11 +15,11 @@
 // segment beyond that is neither stored nor acknowledged (the peer sends it again); pending ACKs
 // are capped at pendingAcknowledgementLimit. `frg` is ignored (stream mode: always 0).
 
-struct KCPControlBlock {
+package struct KCPControlBlock {
     static let overhead = KCPSegment.headerSize
     static let defaultRTO: Int32 = 200
-    static let minRTO: Int32 = 100
-    static let maxRTO: Int32 = 60000
+    package static let minRTO: Int32 = 100
+    package static let maxRTO: Int32 = 60000
     static let probeInitial: UInt32 = 7000
     static let probeLimit: UInt32 = 120000
     static let deadLink = 20
@@ -27,9 +27,9 @@ struct KCPControlBlock {
     /// 2048 × 1376 bytes ≈ 2.8 MB. A legitimate server never comes near it (smux's 1 MiB stream
     /// window keeps under 800 segments in flight); a proxy that forges segments all over the
     /// 65535-segment window cannot make us hold 90 MB.
-    static let receiveBufferLimit = 2048
+    package static let receiveBufferLimit = 2048
     /// ACKs waiting for the next flush at most (flushes run every 10 ms).
-    static let pendingAcknowledgementLimit = 4096
+    package static let pendingAcknowledgementLimit = 4096
 
     let conversation: UInt32
     let mtu: Int
@@ -44,7 +44,7 @@ struct KCPControlBlock {
     private(set) var remoteWindow: UInt32 = 32       // rmt_wnd (IKCP_WND_RCV until told)
     private var smoothedRTT: Int32 = 0
     private var rttVariance: Int32 = 0
-    private(set) var retransmitTimeout: Int32 = KCPControlBlock.defaultRTO
+    package private(set) var retransmitTimeout: Int32 = KCPControlBlock.defaultRTO
     private var probe: UInt8 = 0
     private var probeWait: UInt32 = 0
     private var probeTimestamp: UInt32 = 0
@@ -65,7 +65,7 @@ struct KCPControlBlock {
     private static let askSend: UInt8 = 1
     private static let askTell: UInt8 = 2
 
-    init(conversation: UInt32, mtu: Int = KCPSegment.mtu, window: UInt32 = 65535, interval: UInt32 = 10) {
+    package init(conversation: UInt32, mtu: Int = KCPSegment.mtu, window: UInt32 = 65535, interval: UInt32 = 10) {
         self.conversation = conversation
         self.mtu = mtu
         self.sendWindow = window
@@ -74,16 +74,16 @@ struct KCPControlBlock {
     }
 
     /// Segments queued or in flight: a sender backs off when this reaches the send window.
-    var waitingToSend: Int { sendQueue.count + sendBuffer.count }
+    package var waitingToSend: Int { sendQueue.count + sendBuffer.count }
 
     /// Bytes ready for `receive()`.
     var hasReceivedData: Bool { !receiveQueue.isEmpty }
 
     /// Segments held for the reader now (in order and out of order); at most receiveBufferLimit.
-    var heldSegments: Int { receiveBuffer.count + receiveQueue.count }
+    package var heldSegments: Int { receiveBuffer.count + receiveQueue.count }
 
     /// ACKs waiting for the next flush.
-    var pendingAcknowledgements: Int { acknowledgements.count }
+    package var pendingAcknowledgements: Int { acknowledgements.count }
 
     /// How far beyond rcv_nxt a segment is accepted: the window, but no more than we hold.
     private var acceptWindow: UInt32 { min(receiveWindow, UInt32(Self.receiveBufferLimit)) }
@@ -91,7 +91,7 @@ struct KCPControlBlock {
     // MARK: sending
 
     /// Stream mode: appends to the last queued segment while it has room, then fills new segments.
-    mutating func send(_ data: [UInt8]) {
+    package mutating func send(_ data: [UInt8]) {
         var offset = 0
         if var last = sendQueue.popLast() {
             let room = mss - last.payload.count
@@ -110,7 +110,7 @@ struct KCPControlBlock {
     }
 
     /// All in-order bytes received so far.
-    mutating func receive() -> [UInt8] {
+    package mutating func receive() -> [UInt8] {
         let out = receiveQueue.flatMap { $0 }
         receiveQueue.removeAll(keepingCapacity: true)
         moveReceiveBufferToQueue()
@@ -120,7 +120,7 @@ struct KCPControlBlock {
     // MARK: input
 
     /// Feeds one packet from the peer.
-    mutating func input(_ packet: [UInt8], now: UInt32) throws(SnowflakeError) {
+    package mutating func input(_ packet: [UInt8], now: UInt32) throws(SnowflakeError) {
         let segments = try KCPSegment.decodePacket(packet, conversation: conversation)
         var maxAck: UInt32?
         for segment in segments where segment.payload.count > mss {
@@ -240,7 +240,7 @@ struct KCPControlBlock {
 
     /// Everything due at `now`: ACKs, window probes, new segments within the window and
     /// retransmissions, packed into packets of at most `mtu` bytes.
-    mutating func flush(now: UInt32) -> [[UInt8]] {
+    package mutating func flush(now: UInt32) -> [[UInt8]] {
         var packets: [[UInt8]] = []
         var packet: [UInt8] = []
         func emit(_ segment: KCPSegment) {

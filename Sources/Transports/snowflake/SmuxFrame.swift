@@ -74,6 +74,10 @@ public struct SmuxFrame: Hashable, Sendable {
 
         public init() {}
 
+        /// Bytes held and not yet returned as frames: at most one incomplete frame (65535 + 8)
+        /// plus what the last append brought.
+        package var bufferedBytes: Int { buffer.count - start }
+
         public mutating func append(_ bytes: some Collection<UInt8>) {
             if start > 0 && start >= buffer.count / 2 {
                 buffer.removeFirst(start)

@@ -16,25 +16,25 @@
 //
 // Pure logic like KCPControlBlock: frames in, frames out; the owner serialises access.
 
-struct SmuxStreamState {
-    static let initialPeerWindow: UInt32 = 262_144
-    static let streamBuffer: UInt32 = 1_048_576
+package struct SmuxStreamState {
+    package static let initialPeerWindow: UInt32 = 262_144
+    package static let streamBuffer: UInt32 = 1_048_576
     static let keepAliveIntervalMs: UInt32 = 10_000
 
-    let streamID: UInt32
-    private(set) var peerWindow = SmuxStreamState.initialPeerWindow
-    private(set) var peerConsumed: UInt32 = 0
-    private(set) var sent: UInt32 = 0
-    private(set) var consumed: UInt32 = 0
+    package let streamID: UInt32
+    package private(set) var peerWindow = SmuxStreamState.initialPeerWindow
+    package private(set) var peerConsumed: UInt32 = 0
+    package private(set) var sent: UInt32 = 0
+    package private(set) var consumed: UInt32 = 0
     /// Stream bytes received from the peer (mod 2³²).
-    private(set) var received: UInt32 = 0
+    package private(set) var received: UInt32 = 0
     private var consumedSinceUpdate: UInt32 = 0
     private var pendingOut: [UInt8] = []
-    private(set) var peerFinished = false
+    package private(set) var peerFinished = false
     private(set) var finishQueued = false
     private var lastKeepAlive: UInt32?
 
-    init(streamID: UInt32 = 3) {
+    package init(streamID: UInt32 = 3) {
         self.streamID = streamID
     }
 
@@ -42,14 +42,14 @@ struct SmuxStreamState {
     var openFrame: SmuxFrame { SmuxFrame(command: .syn, streamID: streamID) }
 
     /// Bytes accepted from the user but not yet sent (window closed).
-    var backlog: Int { pendingOut.count }
+    package var backlog: Int { pendingOut.count }
 
-    mutating func enqueue(_ bytes: [UInt8]) { pendingOut += bytes }
+    package mutating func enqueue(_ bytes: [UInt8]) { pendingOut += bytes }
 
-    mutating func finish() { finishQueued = true }
+    package mutating func finish() { finishQueued = true }
 
     /// Frames that may go out now: PSH within the peer's window, then FIN when everything is sent.
-    mutating func outgoingFrames(now: UInt32) -> [SmuxFrame] {
+    package mutating func outgoingFrames(now: UInt32) -> [SmuxFrame] {
         var frames: [SmuxFrame] = []
         if let last = lastKeepAlive {
             if timeDiff(now, last) >= Int32(Self.keepAliveIntervalMs) {
@@ -76,11 +76,11 @@ struct SmuxStreamState {
     }
 
     /// Bytes received but not read by the local reader yet; at most streamBuffer.
-    var unread: UInt32 { received &- consumed }
+    package var unread: UInt32 { received &- consumed }
 
     /// The local reader has read `count` more bytes: the window update to send, if one is due
     /// (after the first read, then whenever half a window has been read since the last one).
-    mutating func consume(_ count: Int) -> SmuxFrame? {
+    package mutating func consume(_ count: Int) -> SmuxFrame? {
         let n = UInt32(clamping: min(count, Int(unread)))
         guard n > 0 else { return nil }
         let firstRead = consumed == 0
@@ -93,7 +93,7 @@ struct SmuxStreamState {
 
     /// Handles one frame from the peer; returns the data for the user, and frames to send back.
     /// Data beyond the window we granted (streamBuffer unread bytes) is a protocol violation.
-    mutating func receive(_ frame: SmuxFrame) throws(SnowflakeError) -> (data: [UInt8], replies: [SmuxFrame]) {
+    package mutating func receive(_ frame: SmuxFrame) throws(SnowflakeError) -> (data: [UInt8], replies: [SmuxFrame]) {
         switch frame.command {
         case .push where frame.streamID == streamID:
             let n = UInt32(frame.payload.count)
