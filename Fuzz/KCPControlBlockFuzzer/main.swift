@@ -16,7 +16,7 @@
 //   - no Swift trap anywhere (overflow, bounds);
 //   - segments held for the reader stay within receiveBufferLimit, pending ACKs within
 //     pendingAcknowledgementLimit, the RTO within [minRTO, maxRTO];
-//   - without forged PUSH data, what our side delivers is a prefix of what the peer sent, and what
+//   - without a forged PUSH (even an empty one takes a sequence number), what our side delivers is a prefix of what the peer sent, and what
 //     the peer delivers is a prefix of what our side sent.
 import FuzzSupport
 import SnowflakeTransport
@@ -70,7 +70,8 @@ func checkControlBlock(_ raw: UnsafeRawBufferPointer) {
             let command = KCPSegment.Command(rawValue: 81 + fields[0] % 4)
             let length = Int(fields[18] % 48)
             let payload = [UInt8](repeating: fields[1], count: length)
-            if command == .push && length > 0 { forgedData = true }
+            // Even an empty PUSH takes its sequence number's place in the stream.
+            if command == .push { forgedData = true }
             let segment = KCPSegment(conversation: conversation, command: command, fragment: fields[2],
                                      window: UInt16(fields[3]) << 8 | UInt16(fields[4]), timestamp: now &- word(5),
                                      sequenceNumber: fields[17] & 1 == 0 ? word(9) : word(9) % 64, unacknowledged: word(13),
@@ -82,9 +83,9 @@ func checkControlBlock(_ raw: UnsafeRawBufferPointer) {
             try? ours.input(peerPackets[pick], now: now)
         case 3:
             let packet = input.chunk() ?? []
-            // A raw packet with PUSH data of our conversation counts as forged data.
+            // A raw packet with a PUSH of our conversation counts as forged data.
             if let segments = try? KCPSegment.decodePacket(packet, conversation: conversation),
-               segments.contains(where: { $0.command == .push && !$0.payload.isEmpty }) {
+               segments.contains(where: { $0.command == .push }) {
                 forgedData = true
             }
             try? ours.input(packet, now: now)

@@ -4,9 +4,10 @@
 //
 // Each input: a chunk of read sizes, then operations (first byte of each):
 //   0 bytes      a chunk of raw bytes from the server
-//   1 frame      a frame built from fuzzer fields (any command, stream ID 3 or another, payload)
+//   1 frame      a frame built from fuzzer fields (any command, stream ID 3 or another, payload up
+//                to 32640 bytes), in one read
 //   2 read       tor reads up to a byte × 512 of what arrived
-//   3 write      tor writes a byte × 256 bytes
+//   3 write      tor writes a byte × 64 bytes
 //   4 tick       outgoing frames at a clock a byte × 1 s later
 //
 // Invariants, trapping when broken:
@@ -66,7 +67,15 @@ func checkSession(_ raw: UnsafeRawBufferPointer) {
             let streamID: UInt32 = fields[1] & 3 == 0 ? UInt32(fields[1]) : 3
             var payload = [UInt8](repeating: fields[2], count: Int(fields[3]) << 7)
             if command == .update { payload = input.take(8) }
-            feed(SmuxFrame(command: command, streamID: streamID, payload: payload).encoded)
+            // One read: split-independence is SmuxFuzzer's; here the state behind the decoder.
+            let encoded = SmuxFrame(command: command, streamID: streamID, payload: payload).encoded
+            decoder.append(encoded)
+            fuzzCheck(decoder.bufferedBytes <= SmuxFrame.headerSize + 65535 + encoded.count, "the decoder holds too much")
+            do {
+                while !failed, let frame = try decoder.nextFrame() { deliver(frame) }
+            } catch {
+                failed = true
+            }
         case 2:
             let want = Int(input.byte() ?? 0) * 512
             let take = min(want, Int(stream.unread))
@@ -78,7 +87,7 @@ func checkSession(_ raw: UnsafeRawBufferPointer) {
             }
             read += take
         case 3:
-            stream.enqueue([UInt8](repeating: 0x33, count: Int(input.byte() ?? 0) * 256))
+            stream.enqueue([UInt8](repeating: 0x33, count: Int(input.byte() ?? 0) * 64))
         default:
             now &+= UInt32(input.byte() ?? 0) * 1000
             let frames = stream.outgoingFrames(now: now)

@@ -132,7 +132,7 @@ public enum Encapsulation {
                 while more {
                     guard extra < 2 else {
                         throw SnowflakeError(code: .encapsulationTooLong, kind: .protocolViolation,
-                                             message: "an encapsulation length prefix is longer than 3 bytes")
+                                             message: "the snowflake proxy or server sent an encapsulation length prefix longer than 3 bytes")
                     }
                     guard index < buffer.count else { return nil }
                     let byte = buffer[index]

@@ -94,19 +94,19 @@ public struct KCPSegment: Hashable, Sendable {
             let conv = readLE32(packet, index)
             if let expected, expected != conv {
                 throw SnowflakeError(code: .kcpWrongConversation, kind: .protocolViolation,
-                                     message: "a KCP segment belongs to another conversation")
+                                     message: "the snowflake proxy or server sent a KCP segment of another conversation")
             }
             expected = conv
             let command = packet[index + 4]
             guard Command.known.contains(command) else {
                 throw SnowflakeError(code: .kcpMalformed, kind: .protocolViolation,
-                                     message: "a KCP segment has the unknown command \(command)")
+                                     message: "the snowflake proxy or server sent a KCP segment with the unknown command \(command)")
             }
             let length = Int(readLE32(packet, index + 20))
             let dataStart = index + headerSize
             guard packet.count - dataStart >= length else {
                 throw SnowflakeError(code: .kcpMalformed, kind: .protocolViolation,
-                                     message: "a KCP segment claims \(length) data bytes but the packet has \(packet.count - dataStart)")
+                                     message: "the snowflake proxy or server sent a KCP segment claiming \(length) data bytes in a packet with \(packet.count - dataStart)")
             }
             segments.append(KCPSegment(
                 conversation: conv, command: Command(rawValue: command), fragment: packet[index + 5],

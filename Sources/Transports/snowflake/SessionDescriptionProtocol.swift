@@ -54,7 +54,7 @@ public struct ICECandidate: Hashable, Sendable {
         let words = text.split(separator: " ").map(String.init)
         guard words.count >= 8, words[6] == "typ", let component = Int(words[1]), let priority = UInt32(words[3]),
               let port = UInt16(words[5]) else {
-            throw SnowflakeError(code: .brokerMessageMalformed, kind: .protocolViolation, message: "an ICE candidate line is malformed")
+            throw SnowflakeError(code: .brokerMessageMalformed, kind: .protocolViolation, message: "the snowflake proxy's answer has a malformed ICE candidate line")
         }
         self.init(foundation: words[0], component: component, transport: words[2].lowercased(), priority: priority,
                   address: words[4], port: port, type: words[7])

@@ -92,12 +92,12 @@ public struct SmuxFrame: Hashable, Sendable {
             let version = buffer[start]
             guard version == SmuxFrame.version else {
                 throw SnowflakeError(code: .smuxWrongVersion, kind: .protocolViolation,
-                                     message: "an smux frame has version \(version), expected 2")
+                                     message: "the snowflake server (or the proxy in between) sent an smux frame of version \(version), expected 2")
             }
             let command = buffer[start + 1]
             guard command <= 4 else {
                 throw SnowflakeError(code: .smuxMalformed, kind: .protocolViolation,
-                                     message: "an smux frame has the unknown command \(command)")
+                                     message: "the snowflake server (or the proxy in between) sent an smux frame with the unknown command \(command)")
             }
             let length = Int(readLE16(buffer, start + 2))
             let streamID = readLE32(buffer, start + 4)

@@ -253,7 +253,7 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
             let deadline = ContinuousClock.now + openTimeout
             while !core.state.withLock({ $0.associationUp || $0.closed }) {
                 guard ContinuousClock.now < deadline else {
-                    throw SnowflakeError(code: .timeout, kind: .network, message: "the SCTP association did not come up in time")
+                    throw SnowflakeError(code: .timeout, kind: .network, message: "the snowflake proxy did not bring the SCTP association up in time")
                 }
                 try await Task.sleep(for: .milliseconds(10))
             }
@@ -267,7 +267,7 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
                                 ppid: DataChannelProtocol.ppidControl)
             while !core.state.withLock({ $0.acknowledged || $0.closed }) {
                 guard ContinuousClock.now < deadline else {
-                    throw SnowflakeError(code: .timeout, kind: .network, message: "the data channel did not open in time")
+                    throw SnowflakeError(code: .timeout, kind: .network, message: "the snowflake proxy did not open the data channel in time")
                 }
                 try await Task.sleep(for: .milliseconds(10))
             }
