@@ -91,23 +91,25 @@ seed("KCPControlBlockFuzzer", "forged-una-and-window", bytes([0, 4, 4, 11, 4, 10
      + kcp_forge(1, sn=0xFFFFFFF0, una=0x7FFFFFFF, wnd=0) + kcp_forge(2, wnd=0) + kcp_jump(0x80000000) + kcp_tick(200))
 seed("KCPControlBlockFuzzer", "raw", bytes([0, 5, 3, 30]) + bytes.fromhex(vectors["kcp"]["packets"][0]["hex"])[:30] + kcp_tick())
 
-def smux_frame(cmd, stream=3, fill=0x41, length128=0):
-    return bytes([1, cmd, stream, fill, length128])
-seed("SmuxSessionFuzzer", "honest", bytes([2, 1, 7]) + smux_frame(2, length128=4) + bytes([2, 1, 4, 10, 3, 4, 4, 10])
+def smux_frame(cmd, stream=3, fill=0x41, length4=0):
+    return bytes([1, cmd, stream, fill, length4])
+# sizes chunk, window byte (× 64 + 64), operations
+seed("SmuxSessionFuzzer", "honest", bytes([2, 1, 7, 15]) + smux_frame(2, length4=40) + bytes([2, 10, 4, 10, 3, 4, 4, 10])
      + smux_frame(4) + bytes(8) + smux_frame(1))
-seed("SmuxSessionFuzzer", "window-overrun", bytes([0]) + smux_frame(2, length128=255) * 34)
-seed("SmuxSessionFuzzer", "slow-reader", bytes([0]) + (smux_frame(2, length128=255) + bytes([2, 8])) * 40)
-seed("SmuxSessionFuzzer", "unknown-streams", bytes([0]) + smux_frame(2, stream=4, length128=3) + smux_frame(0, stream=8)
-     + smux_frame(1, stream=0) + smux_frame(2, length128=1))
-seed("SmuxSessionFuzzer", "update-lies", bytes([0]) + bytes([3, 255, 4, 1]) + smux_frame(4) + b"\xff" * 8 + bytes([4, 1])
+seed("SmuxSessionFuzzer", "window-overrun", bytes([0, 1]) + smux_frame(2, length4=32) * 2)
+seed("SmuxSessionFuzzer", "slow-reader", bytes([0, 3]) + (smux_frame(2, length4=50) + bytes([2, 20])) * 8)
+seed("SmuxSessionFuzzer", "unknown-streams", bytes([0, 4]) + smux_frame(2, stream=4, length4=30) + smux_frame(0, stream=8)
+     + smux_frame(1, stream=0) + smux_frame(2, length4=10))
+seed("SmuxSessionFuzzer", "update-lies", bytes([0, 4]) + bytes([3, 255, 4, 1]) + smux_frame(4) + b"\xff" * 8 + bytes([4, 1])
      + smux_frame(4) + bytes([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]) + bytes([4, 1]))
-seed("SmuxSessionFuzzer", "oversized-length", bytes([0, 0, 12, 2, 2, 0xff, 0xff, 3, 0, 0, 0, 1, 2, 3, 4]))
+seed("SmuxSessionFuzzer", "oversized-length", bytes([0, 4, 0, 12, 2, 2, 0xff, 0xff, 3, 0, 0, 0, 1, 2, 3, 4]))
 for index, write in enumerate(vectors["smux"]["writes"][:4]):
     data = bytes.fromhex(write["hex"])[:255]
-    seed("SmuxSessionFuzzer", f"go-{index}", bytes([0, 0, len(data)]) + data)
+    seed("SmuxSessionFuzzer", f"go-{index}", bytes([0, 255, 0, len(data)]) + data)
 
-def http_raw(text, limit16=16, sizes=b"\x01\x07"):
-    return bytes([limit16 << 1, len(sizes)]) + sizes + (text.encode() if isinstance(text, str) else text)
+# mode (bit 0: built; body limit = mode >> 1 × 8), shape (head cap, header count, chunk-line cap)
+def http_raw(text, limit8=32, shape=0xAF, sizes=b"\x01\x07"):
+    return bytes([limit8 << 1, shape, len(sizes)]) + sizes + (text.encode() if isinstance(text, str) else text)
 chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
 seed("BrokerHTTPResponseFuzzer", "chunk-size-overflow", http_raw(chunked + "1\r\na\r\n7fffffffffffffff\r\n"))
 seed("BrokerHTTPResponseFuzzer", "chunk-size-2-64", http_raw(chunked + "10000000000000000\r\n"))
@@ -116,10 +118,11 @@ seed("BrokerHTTPResponseFuzzer", "chunked-valid", http_raw(chunked + "3;x=1\r\na
 seed("BrokerHTTPResponseFuzzer", "content-length-100mb", http_raw("HTTP/1.1 200 OK\r\nContent-Length: 104857600\r\n\r\nabc"))
 seed("BrokerHTTPResponseFuzzer", "content-length-valid", http_raw("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"))
 seed("BrokerHTTPResponseFuzzer", "until-eof", http_raw("HTTP/1.0 404 Not Found\r\nLocation: x\r\n\r\n" + "x" * 300))
-seed("BrokerHTTPResponseFuzzer", "endless-headers", http_raw("HTTP/1.1 200 OK\r\n" + "X-A: b\r\n" * 120 + "\r\n"))
+seed("BrokerHTTPResponseFuzzer", "endless-headers", http_raw("HTTP/1.1 200 OK\r\n" + "X-A: b\r\n" * 40 + "\r\n"))
+seed("BrokerHTTPResponseFuzzer", "long-head", http_raw("HTTP/1.1 200 OK\r\nX: " + "a" * 600, shape=0x3F))
 seed("BrokerHTTPResponseFuzzer", "bad-status", http_raw("HTTP/1.1 99999999999999999999999 OK\r\n\r\n"))
-seed("BrokerHTTPResponseFuzzer", "built-chunked", bytes([0x41, 200, 16 | 8, 20]) + bytes(range(20)) + bytes([2, 3, 1]))
-seed("BrokerHTTPResponseFuzzer", "built-length", bytes([0x41, 100, 1, 5]) + b"hello" + bytes([1, 2]))
+seed("BrokerHTTPResponseFuzzer", "built-chunked", bytes([0x41, 0xAF, 200, 16 | 8, 20]) + bytes(range(20)) + bytes([2, 3, 1]))
+seed("BrokerHTTPResponseFuzzer", "built-length", bytes([0x41, 0xAF, 100, 1, 5]) + b"hello" + bytes([1, 2]))
 
 seed("SDPFuzzer", "pion-offer", bytes([1]) + json.loads(vectors["pionOfferSerialized"])["sdp"].encode())
 seed("SDPFuzzer", "offer", bytes([1]) + vectors["sessionDescription"]["sdp"].encode())

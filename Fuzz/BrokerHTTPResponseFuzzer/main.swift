@@ -1,5 +1,7 @@
 // The broker's (and AMP cache's) HTTP/1.x response reader, HTTPResponseReader: arbitrary bytes in
-// arbitrary reads, with a small body limit so that every cap is within reach of a short input.
+// arbitrary reads, with small limits (body, head, header count, chunk-size line; the production
+// values are larger but the code paths are the same) so that every cap is within reach of a short
+// input and each input costs little. At most the first 2048 bytes of an input are used.
 //
 // Modes (first byte, bit 0):
 //   0 raw      the rest of the input is the response (a byte of read sizes first)
@@ -10,8 +12,8 @@
 //   - no Swift trap (the chunk-size overflow of issue #12 trapped here);
 //   - the outcome (status, headers, body, or the error code) does not depend on how the bytes are
 //     split into reads;
-//   - a body never exceeds the limit, and the reader never holds more than head cap + body limit +
-//     one read;
+//   - a body never exceeds the limit, and the reader never holds more than head cap (+ 3) + body
+//     limit + one read;
 //   - a built response parses to exactly its status and body.
 import FuzzSupport
 import SnowflakeTransport
@@ -19,23 +21,30 @@ import SnowflakeTransport
 enum Outcome: Equatable {
     case response(status: Int, body: [UInt8])
     case failed(String)
-    case incomplete
 }
 
-func parse(_ pieces: [ArraySlice<UInt8>], bodyLimit: Int, endsWithEOF: Bool = true) -> Outcome {
-    var reader = HTTPResponseReader(bodyLimit: bodyLimit)
+struct Limits {
+    var body: Int, head: Int, headers: Int, chunkLine: Int
+    func reader() -> HTTPResponseReader {
+        HTTPResponseReader(bodyLimit: body, headLimit: head, headerCountLimit: headers, chunkLineLimit: chunkLine)
+    }
+}
+
+func parse(_ pieces: [ArraySlice<UInt8>], limits: Limits) -> Outcome {
+    var reader = limits.reader()
     do {
         for piece in pieces {
             if let response = try reader.append(piece) {
-                fuzzCheck(response.body.count <= bodyLimit, "a body over the limit")
+                fuzzCheck(response.body.count <= limits.body, "a body over the limit")
                 return .response(status: response.status, body: response.body)
             }
-            fuzzCheck(reader.bufferedBytes <= HTTPResponseReader.headLimit + bodyLimit + piece.count,
-                      "the reader holds more than its caps")
+            // Undecoded input: a head not yet ended (up to 3 bytes past the cap: a terminator may
+            // be starting) or a chunk-size line (up to 1 past), plus the body so far.
+            let undecodedCap = max(reader.headLimit + 3, reader.chunkLineLimit + 1)
+            fuzzCheck(reader.bufferedBytes <= undecodedCap + limits.body + piece.count, "the reader holds more than its caps")
         }
-        guard endsWithEOF else { return .incomplete }
         let response = try reader.endOfStream()
-        fuzzCheck(response.body.count <= bodyLimit, "a body over the limit")
+        fuzzCheck(response.body.count <= limits.body, "a body over the limit")
         return .response(status: response.status, body: response.body)
     } catch {
         return .failed(error.code.rawValue)
@@ -44,13 +53,14 @@ func parse(_ pieces: [ArraySlice<UInt8>], bodyLimit: Int, endsWithEOF: Bool = tr
 
 func checkResponse(_ raw: UnsafeRawBufferPointer) {
     var input = FuzzInput(raw)
-    guard let mode = input.byte() else { return }
-    let bodyLimit = Int(mode >> 1) * 16
+    guard let mode = input.byte(), let shape = input.byte() else { return }
+    let limits = Limits(body: Int(mode >> 1) * 8, head: 32 + Int(shape & 0x0f) * 32, headers: Int(shape >> 4),
+                        chunkLine: 4 + Int(shape & 0x30))
     if mode & 1 == 0 {
         let sizes = input.chunk() ?? []
-        let data = input.rest()
-        let whole = parse([data[...]], bodyLimit: bodyLimit)
-        fuzzCheck(parse(pieces(of: data, sizes: sizes), bodyLimit: bodyLimit) == whole, "the outcome depends on the reads")
+        let data = Array(input.rest().prefix(2048))
+        let whole = parse([data[...]], limits: limits)
+        fuzzCheck(parse(pieces(of: data, sizes: sizes), limits: limits) == whole, "the outcome depends on the reads")
         return
     }
     let status = 100 + Int(input.byte() ?? 100) % 500
@@ -79,8 +89,11 @@ func checkResponse(_ raw: UnsafeRawBufferPointer) {
     default:
         encoded = Array((text + "\r\n").utf8) + body
     }
-    let outcome = parse(pieces(of: encoded, sizes: sizes), bodyLimit: bodyLimit)
-    if body.count <= bodyLimit {
+    // Caps the built response stays within: its head is under 80 bytes and has 3 lines, its
+    // chunk-size lines under 16 bytes.
+    let roomy = Limits(body: limits.body, head: 128, headers: 4, chunkLine: 16)
+    let outcome = parse(pieces(of: encoded, sizes: sizes), limits: roomy)
+    if body.count <= limits.body {
         fuzzCheck(outcome == .response(status: status, body: body), "a valid response did not parse to itself")
     } else {
         fuzzCheck(outcome == .failed(SnowflakeError.Code.responseTooLarge.rawValue), "an oversized body was not refused")

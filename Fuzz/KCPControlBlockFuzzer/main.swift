@@ -3,14 +3,14 @@
 // between: it drops packets, replays old ones, forges segments with any field values, feeds raw
 // bytes and moves the clock by any amount (wrapping included).
 //
-// Each input is a list of operations (first byte of each):
+// Each input is a list of up to 20 operations (first byte of each):
 //   0 tick       advance the clock (a byte × 10 ms, or with 0xFF a 32-bit jump), flush both sides,
 //                deliver what each sends, dropping the packets the next byte's bits say
 //   1 forge      a segment built from fuzzer fields (any cmd, wnd, ts age, sn, una, payload length)
 //   2 replay     a packet the peer sent earlier, again
 //   3 raw        arbitrary bytes as one packet
-//   4 write      the peer (or, odd byte, our side) queues more of its known byte stream
-// Small MTU (64) so that a short input covers many segments.
+//   4 write      the peer (or, odd byte, our side) queues up to 127 more bytes of its known stream
+// Small MTU (128) so that a short input covers several segments.
 //
 // Invariants, trapping when broken:
 //   - no Swift trap anywhere (overflow, bounds);
@@ -22,7 +22,7 @@ import FuzzSupport
 import SnowflakeTransport
 
 let conversation: UInt32 = 0xC0FF_EE01
-let mtu = 64
+let mtu = 128
 
 func streamByte(_ index: Int, salt: UInt8) -> UInt8 { UInt8(truncatingIfNeeded: index &* 31 &+ index >> 8) ^ salt }
 
@@ -43,7 +43,7 @@ func checkControlBlock(_ raw: UnsafeRawBufferPointer) {
         fuzzCheck((KCPControlBlock.minRTO...KCPControlBlock.maxRTO).contains(ours.retransmitTimeout), "RTO out of range")
     }
 
-    while let operation = input.byte(), operations < 96 {
+    while let operation = input.byte(), operations < 20 {
         operations += 1
         switch operation % 5 {
         case 0:
@@ -68,7 +68,7 @@ func checkControlBlock(_ raw: UnsafeRawBufferPointer) {
             let fields = input.take(19) + [UInt8](repeating: 0, count: 19)
             func word(_ at: Int) -> UInt32 { fields[at..<(at + 4)].reduce(0) { $0 << 8 | UInt32($1) } }
             let command = KCPSegment.Command(rawValue: 81 + fields[0] % 4)
-            let length = Int(fields[18] % 48)
+            let length = Int(fields[18] % 112)
             let payload = [UInt8](repeating: fields[1], count: length)
             // Even an empty PUSH takes its sequence number's place in the stream.
             if command == .push { forgedData = true }
@@ -90,7 +90,7 @@ func checkControlBlock(_ raw: UnsafeRawBufferPointer) {
             }
             try? ours.input(packet, now: now)
         default:
-            let count = Int(input.byte() ?? 0)
+            let count = Int(input.byte() ?? 0) & 0x7f
             if count & 1 == 0 {
                 peer.send((peerSent..<(peerSent + count)).map { streamByte($0, salt: 0x5A) })
                 peerSent += count

@@ -2,17 +2,18 @@
 // bytes in fuzzer-chosen reads, the stream state fed the decoded frames, and between them the local
 // reader (tor) reading some of what arrived, the local writer queueing data, and the clock.
 //
-// Each input: a chunk of read sizes, then operations (first byte of each):
+// Each input: a chunk of read sizes, the window (a byte × 64 + 64; production: 1 MiB), then up to
+// 32 operations (first byte of each):
 //   0 bytes      a chunk of raw bytes from the server
 //   1 frame      a frame built from fuzzer fields (any command, stream ID 3 or another, payload up
-//                to 32640 bytes), in one read
-//   2 read       tor reads up to a byte × 512 of what arrived
-//   3 write      tor writes a byte × 64 bytes
+//                to 1020 bytes), in one read
+//   2 read       tor reads up to a byte × 4 of what arrived
+//   3 write      tor writes a byte × 4 bytes
 //   4 tick       outgoing frames at a clock a byte × 1 s later
 //
 // Invariants, trapping when broken:
 //   - no Swift trap;
-//   - bytes waiting for tor never exceed the 1 MiB window we grant (SmuxStreamState.streamBuffer),
+//   - bytes waiting for tor never exceed the window we grant,
 //     and a data frame that would exceed it is refused with smux-window-exceeded;
 //   - the decoder holds at most one incomplete frame beyond the last read;
 //   - every window update we send names exactly what tor has read, with our window;
@@ -24,7 +25,10 @@ func checkSession(_ raw: UnsafeRawBufferPointer) {
     var input = FuzzInput(raw)
     let sizes = input.chunk() ?? []
     var decoder = SmuxFrame.Decoder()
-    var stream = SmuxStreamState()
+    // A small window (the production one is 1 MiB; the arithmetic is the same) keeps the
+    // overrun within reach of short inputs with small frames.
+    let window = UInt32(input.byte() ?? 0) * 64 + 64
+    var stream = SmuxStreamState(receiveWindow: window)
     var now: UInt32 = 0
     var arrived = 0, read = 0
     var operations = 0
@@ -37,10 +41,10 @@ func checkSession(_ raw: UnsafeRawBufferPointer) {
             arrived += data.count
         } catch {
             fuzzCheck(error.code == .smuxWindowExceeded, "an unexpected error: \(error.code)")
-            fuzzCheck(Int(before) + frame.payload.count > Int(SmuxStreamState.streamBuffer), "a frame within the window was refused")
+            fuzzCheck(Int(before) + frame.payload.count > Int(window), "a frame within the window was refused")
             failed = true
         }
-        fuzzCheck(stream.unread <= SmuxStreamState.streamBuffer, "more unread than the window")
+        fuzzCheck(stream.unread <= window, "more unread than the window")
         fuzzCheck(Int(stream.unread) == arrived - read, "unread bytes do not match arrivals minus reads")
     }
 
@@ -56,7 +60,7 @@ func checkSession(_ raw: UnsafeRawBufferPointer) {
         }
     }
 
-    while !failed, let operation = input.byte(), operations < 64 {
+    while !failed, let operation = input.byte(), operations < 32 {
         operations += 1
         switch operation % 5 {
         case 0:
@@ -65,7 +69,7 @@ func checkSession(_ raw: UnsafeRawBufferPointer) {
             let fields = input.take(4) + [0, 0, 0, 0]
             let command = SmuxFrame.Command(rawValue: fields[0] % 5)
             let streamID: UInt32 = fields[1] & 3 == 0 ? UInt32(fields[1]) : 3
-            var payload = [UInt8](repeating: fields[2], count: Int(fields[3]) << 7)
+            var payload = [UInt8](repeating: fields[2], count: Int(fields[3]) << 2)
             if command == .update { payload = input.take(8) }
             // One read: split-independence is SmuxFuzzer's; here the state behind the decoder.
             let encoded = SmuxFrame(command: command, streamID: streamID, payload: payload).encoded
@@ -77,17 +81,17 @@ func checkSession(_ raw: UnsafeRawBufferPointer) {
                 failed = true
             }
         case 2:
-            let want = Int(input.byte() ?? 0) * 512
+            let want = Int(input.byte() ?? 0) * 4
             let take = min(want, Int(stream.unread))
             let consumedBefore = stream.consumed
             if let update = stream.consume(take) {
                 fuzzCheck(update.windowUpdate?.consumed == consumedBefore &+ UInt32(take), "the update does not name what tor read")
-                fuzzCheck(update.windowUpdate?.window == SmuxStreamState.streamBuffer, "the update does not grant our window")
+                fuzzCheck(update.windowUpdate?.window == window, "the update does not grant our window")
                 fuzzCheck(update.streamID == stream.streamID, "the update names another stream")
             }
             read += take
         case 3:
-            stream.enqueue([UInt8](repeating: 0x33, count: Int(input.byte() ?? 0) * 64))
+            stream.enqueue([UInt8](repeating: 0x33, count: Int(input.byte() ?? 0) * 4))
         default:
             now &+= UInt32(input.byte() ?? 0) * 1000
             let frames = stream.outgoingFrames(now: now)

@@ -165,7 +165,8 @@ extension TestBedSuite {
 
     /// Issue #12's server-side injector (the test server with -hostile, reached through Debian's
     /// snowflake-proxy): forged KCP ACK timestamps (which killed the process), segments outside the
-    /// window, smux frames for unknown streams leave the session working; an smux frame of another
+    /// window, smux frames for unknown streams leave the session working; a malformed KCP segment
+    /// costs only the carrier (the session moves to another proxy); an smux frame of another
     /// version and a stream flood past the granted window end it with a typed error; the process
     /// stays up, under the memory bound, and the next session works.
     @Test(.timeLimit(.minutes(6))) func ptClientSurvivesAHostileSnowflakeServer() async throws {
@@ -177,7 +178,7 @@ extension TestBedSuite {
             let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
             if parts.count == 2 { modes[parts[0]] = parts[1] }
         }
-        try #require(modes.count == 5, "the test bed has no hostile server modes")
+        try #require(modes.count == 6, "the test bed has no hostile server modes")
         let broker = bed["TB_SNOWFLAKE_BROKER_URL"], ice = bridgeArgument(bridge, "ice")
         let state = TestBed.temporaryDirectory("hostile-server")
         defer { try? FileManager.default.removeItem(at: state) }
@@ -194,6 +195,19 @@ extension TestBedSuite {
             #expect(client.run.isRunning, "\(mode): pt-client is alive")
             print("hostile server \(mode): pt-client VmRSS \(residentMiB(client.pid)) MiB, VmHWM \(residentMiB(client.pid, "VmHWM")) MiB")
         }
+
+        // A malformed KCP segment costs the carrier, not the session: the client drops it, makes a
+        // new rendezvous (another proxy) with the same ClientID, and tor's bytes go on.
+        let serverLog = URL(fileURLWithPath: bed.directory).appendingPathComponent("logs/snowflake-hostile-server.out")
+        let logStart = fileSize(serverLog)
+        let garbage = try await client.open(arguments: "url=\(broker);fingerprint=\(try #require(modes["kcp-garbage"]));ice=\(ice)")
+        try await garbage.write(tlsClientHelloBytes())
+        let garbageReply = await readReply(garbage, want: 100, timeout: .seconds(90))
+        garbage.close()
+        #expect(isServerHello(garbageReply), "kcp-garbage: the session carries on over a new carrier")
+        let carriers = ((try? String(contentsOf: serverLog, encoding: .utf8)) ?? "").utf8.dropFirst(logStart)
+            .split(separator: UInt8(ascii: "\n")).filter { String(decoding: $0, as: UTF8.self).contains("websocket carrier for ClientID") && !String(decoding: $0, as: UTF8.self).hasSuffix("closed") }
+        #expect(carriers.count >= 2, "kcp-garbage: a second carrier came after the malformed segment")
 
         let badVersion = try await client.open(arguments: "url=\(broker);fingerprint=\(try #require(modes["smux-bad-version"]));ice=\(ice)")
         try await badVersion.write(tlsClientHelloBytes())

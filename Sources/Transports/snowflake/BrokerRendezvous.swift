@@ -201,13 +201,17 @@ package struct HTTPResponse {
 /// Impossible values are typed errors (broker-http, response-too-large).
 package struct HTTPResponseReader {
     /// Largest head (status line and headers).
-    package static let headLimit = 16 * 1024
+    package static let defaultHeadLimit = 16 * 1024
     /// Most header lines.
-    package static let headerCountLimit = 100
+    package static let defaultHeaderCountLimit = 100
     /// Longest chunk-size line (with extensions).
-    package static let chunkLineLimit = 1024
+    package static let defaultChunkLineLimit = 1024
 
     package let bodyLimit: Int
+    /// The caps in force (the static defaults; the fuzz target uses small ones to reach them).
+    package let headLimit: Int
+    package let headerCountLimit: Int
+    package let chunkLineLimit: Int
     private let peer: String
     private var buffer: [UInt8] = []
     private var start = 0
@@ -222,13 +226,18 @@ package struct HTTPResponseReader {
     }
     private var stage = Stage.head
 
-    package init(bodyLimit: Int, peer: String = "the broker") {
+    package init(bodyLimit: Int, peer: String = "the broker", headLimit: Int = HTTPResponseReader.defaultHeadLimit,
+                 headerCountLimit: Int = HTTPResponseReader.defaultHeaderCountLimit,
+                 chunkLineLimit: Int = HTTPResponseReader.defaultChunkLineLimit) {
         self.bodyLimit = max(0, bodyLimit)
         self.peer = peer
+        self.headLimit = max(4, headLimit)
+        self.headerCountLimit = max(0, headerCountLimit)
+        self.chunkLineLimit = max(1, chunkLineLimit)
     }
 
-    /// Bytes held now (undecoded input plus the body so far): never more than about
-    /// headLimit + bodyLimit + one read.
+    /// Bytes held now (undecoded input plus the body so far): never more than headLimit + 3 (or
+    /// chunkLineLimit + 1) + bodyLimit + one read.
     package var bufferedBytes: Int { buffer.count - start + body.count }
 
     private func malformed(_ what: String) -> SnowflakeError {
@@ -279,18 +288,21 @@ package struct HTTPResponseReader {
             case .head:
                 guard let end = find([13, 10, 13, 10], from: max(start, searchedHead)) else {
                     searchedHead = max(start, buffer.count - 3)
-                    guard available <= Self.headLimit else { throw malformed("the header section is too large") }
+                    // Too large only once no terminator can start within the limit: with fewer
+                    // bytes its first three may be here already (found by BrokerHTTPResponseFuzzer:
+                    // the verdict depended on the split).
+                    guard available < headLimit + 4 else { throw malformed("the header section is too large") }
                     return
                 }
-                guard end - start <= Self.headLimit else { throw malformed("the header section is too large") }
+                guard end - start <= headLimit else { throw malformed("the header section is too large") }
                 try parseHead(buffer[start..<end])
                 start = end + 4
             case .chunkSize:
                 guard let end = find([13, 10], from: start) else {
-                    guard available <= Self.chunkLineLimit else { throw malformed("a chunk-size line is too long") }
+                    guard available < chunkLineLimit + 2 else { throw malformed("a chunk-size line is too long") }
                     return
                 }
-                guard end - start <= Self.chunkLineLimit else { throw malformed("a chunk-size line is too long") }
+                guard end - start <= chunkLineLimit else { throw malformed("a chunk-size line is too long") }
                 let size = try chunkSize(buffer[start..<end])
                 start = end + 2
                 if size == 0 {
@@ -350,15 +362,15 @@ package struct HTTPResponseReader {
                 lines.append(bytes[lineStart..<index])
                 index += 2
                 lineStart = index
-                guard lines.count <= Self.headerCountLimit + 1 else {
-                    throw malformed("it has more than \(Self.headerCountLimit) header lines")
+                guard lines.count <= headerCountLimit + 1 else {
+                    throw malformed("it has more than \(headerCountLimit) header lines")
                 }
             } else {
                 index += 1
             }
         }
         lines.append(bytes[lineStart..<bytes.endIndex])
-        guard lines.count - 1 <= Self.headerCountLimit else { throw malformed("it has more than \(Self.headerCountLimit) header lines") }
+        guard lines.count - 1 <= headerCountLimit else { throw malformed("it has more than \(headerCountLimit) header lines") }
         // "HTTP/1.x NNN reason": exactly three digits after the first space.
         let statusLine = lines[0]
         guard statusLine.starts(with: Array("HTTP/1.".utf8)), let space = statusLine.firstIndex(of: 32),

@@ -22,6 +22,9 @@ package struct SmuxStreamState {
     static let keepAliveIntervalMs: UInt32 = 10_000
 
     package let streamID: UInt32
+    /// The window we grant the peer: bytes received and not yet read (streamBuffer; the fuzz
+    /// target uses a small one to reach it).
+    package let receiveWindow: UInt32
     package private(set) var peerWindow = SmuxStreamState.initialPeerWindow
     package private(set) var peerConsumed: UInt32 = 0
     package private(set) var sent: UInt32 = 0
@@ -34,8 +37,9 @@ package struct SmuxStreamState {
     private(set) var finishQueued = false
     private var lastKeepAlive: UInt32?
 
-    package init(streamID: UInt32 = 3) {
+    package init(streamID: UInt32 = 3, receiveWindow: UInt32 = SmuxStreamState.streamBuffer) {
         self.streamID = streamID
+        self.receiveWindow = receiveWindow
     }
 
     /// The SYN that opens the stream.
@@ -86,9 +90,9 @@ package struct SmuxStreamState {
         let firstRead = consumed == 0
         consumed &+= n
         consumedSinceUpdate &+= n
-        guard firstRead || consumedSinceUpdate >= Self.streamBuffer / 2 else { return nil }
+        guard firstRead || consumedSinceUpdate >= receiveWindow / 2 else { return nil }
         consumedSinceUpdate = 0
-        return .update(streamID: streamID, consumed: consumed, window: Self.streamBuffer)
+        return .update(streamID: streamID, consumed: consumed, window: receiveWindow)
     }
 
     /// Handles one frame from the peer; returns the data for the user, and frames to send back.
@@ -98,9 +102,9 @@ package struct SmuxStreamState {
         case .push where frame.streamID == streamID:
             let n = UInt32(frame.payload.count)
             guard n > 0 else { return ([], []) }
-            guard unread <= Self.streamBuffer, Self.streamBuffer - unread >= n else {
+            guard unread <= receiveWindow, receiveWindow - unread >= n else {
                 throw SnowflakeError(code: .smuxWindowExceeded, kind: .protocolViolation,
-                                     message: "the snowflake server (or the proxy in between) sent more stream data than the \(Self.streamBuffer)-byte window allows")
+                                     message: "the snowflake server (or the proxy in between) sent more stream data than the \(receiveWindow)-byte window allows")
             }
             received &+= n
             return (frame.payload, [])

@@ -303,7 +303,7 @@ public actor SnowflakeSession {
             lastProgress = progress
         } else if timeDiff(now, stalledSince) > Int32(Self.sendStallLimitMs) {
             end(SnowflakeError(code: .timeout, kind: .network,
-                               message: "the snowflake server kept its window shut: no progress sending for \(Self.sendStallLimitMs / 1000) s"))
+                               message: "nothing could be sent for \(Self.sendStallLimitMs / 1000) s: the snowflake proxy or server keeps its window shut or acknowledges nothing"))
         }
         if kcp.deadLinkReached {
             end(SnowflakeError(code: .timeout, kind: .network, message: "KCP gave up: a segment was sent 20 times without an ACK"))

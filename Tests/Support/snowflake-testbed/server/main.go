@@ -26,6 +26,8 @@
 //   smux-unknown-stream  frames for streams the client never opened (PSH, FIN, UPD), 1 MB
 //   smux-bad-version     a frame of smux version 9 before the first real one (ends the session)
 //   smux-window-flood    64 MiB of stream data, ignoring the 1 MiB window the client granted
+//   kcp-garbage          on a ClientID's first carrier only, a KCP segment with an unknown command
+//                        (the client drops that carrier and must carry on over another proxy)
 //
 // Each is logged as "hostile MODE for ClientID ...".
 package main
@@ -86,6 +88,8 @@ type relay struct {
 	hostile bool
 	// ClientID (as text) -> attack, for the smux-level attacks that act in serveSession.
 	modes sync.Map
+	// ClientIDs that have had a carrier already (kcp-garbage attacks only the first).
+	seen sync.Map
 }
 
 // kcpSegment builds one KCP segment (little-endian header, as kcp-go).
@@ -177,6 +181,9 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if r.hostile {
 		mode = strings.Split(strings.Trim(req.URL.Path, "/"), "/")[0]
 		r.modes.Store(clientID.String(), mode)
+		if _, again := r.seen.LoadOrStore(clientID.String(), true); again && mode == "kcp-garbage" {
+			mode = "" // a later carrier of the same session is served honestly
+		}
 		log.Printf("hostile %s for ClientID %s", mode, clientID)
 	}
 	inject := make(chan []byte, 64)
@@ -209,6 +216,8 @@ func (r *relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 					case inject <- kcpSegment(conv, 82, 65535, ts-2000000000, 0, 0, nil):
 					default:
 					}
+				case mode == "kcp-garbage" && packets == 1:
+					inject <- kcpSegment(conv, 99, 65535, ts, 0, 0, nil)
 				case mode == "out-of-window-flood" && packets == 1:
 					go func() {
 						junk := make([]byte, 1376)
