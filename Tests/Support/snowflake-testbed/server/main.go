@@ -19,15 +19,15 @@
 // of the WebSocket URL (the relay URL the broker hands the proxy) names an attack on the client,
 // on top of serving the session as usual:
 //
-//   forged-ack           an ACK whose timestamp is 2e9 ms before the client's, for each of the
-//                        client's first 50 packets (trapped Postern's RTT arithmetic)
-//   out-of-window-flood  20000 PUSH segments (28 MB) with sequence numbers outside the client's
-//                        window, then the real session
-//   smux-unknown-stream  frames for streams the client never opened (PSH, FIN, UPD), 1 MB
-//   smux-bad-version     a frame of smux version 9 before the first real one (ends the session)
-//   smux-window-flood    64 MiB of stream data, ignoring the 1 MiB window the client granted
-//   kcp-garbage          on a ClientID's first carrier only, a KCP segment with an unknown command
-//                        (the client drops that carrier and must carry on over another proxy)
+//	forged-ack           an ACK whose timestamp is 2e9 ms before the client's, for each of the
+//	                     client's first 50 packets (trapped Postern's RTT arithmetic)
+//	out-of-window-flood  20000 PUSH segments (28 MB) with sequence numbers outside the client's
+//	                     window, then the real session
+//	smux-unknown-stream  frames for streams the client never opened (PSH, FIN, UPD), 1 MB
+//	smux-bad-version     a frame of smux version 9 before the first real one (ends the session)
+//	smux-window-flood    64 MiB of stream data, ignoring the 1 MiB window the client granted
+//	kcp-garbage          on a ClientID's first carrier only, a KCP segment with an unknown command
+//	                     (the client drops that carrier and must carry on over another proxy)
 //
 // Each is logged as "hostile MODE for ClientID ...".
 package main
@@ -35,6 +35,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"flag"
 	"io"
 	"log"
@@ -42,7 +43,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"encoding/binary"
 	"strings"
 	"sync"
 	"syscall"
