@@ -72,6 +72,58 @@ for index, response in enumerate(vectors["pollResponses"]):
     seed("BrokerResponseFuzzer", f"poll-{index}", bytes([0]) + response["encoded"].encode())
 seed("BrokerResponseFuzzer", "amp-armor", bytes([1, 76]) + vectors["ampArmor"]["encoded"].encode())
 seed("BrokerResponseFuzzer", "amp-path", bytes([2]) + vectors["ampPath"]["data"].encode())
+# Stateful snowflake targets, seeded with the attacks of issue #12 (Fuzz/README.md).
+def kcp_forge(cmd, age=0, sn=0, una=0, wnd=65535, length=0, sn_mode=0, fill=0x41):
+    return bytes([1, cmd, fill, 0, wnd >> 8, wnd & 0xff]) + age.to_bytes(4, "big") + sn.to_bytes(4, "big") \
+        + una.to_bytes(4, "big") + bytes([sn_mode, length])
+def kcp_tick(step=1, drops=0):
+    return bytes([0, step, drops])
+def kcp_jump(ms, drops=0):
+    return bytes([0, 0xFF]) + (ms >> 16).to_bytes(2, "big") + (ms & 0xffff).to_bytes(2, "big") + bytes([drops])
+seed("KCPControlBlockFuzzer", "forged-ack-2e9", bytes([0x77, 0x40]) + kcp_forge(1, age=2_000_000_000) + kcp_tick())
+seed("KCPControlBlockFuzzer", "honest", bytes([0, 0, 4, 200, 4, 201]) + kcp_tick() * 12)
+seed("KCPControlBlockFuzzer", "lossy-replay", bytes([0, 1, 4, 250, 4, 99]) + (kcp_tick(3, 0x5a) + bytes([2, 0])) * 8 + kcp_tick(30) * 4)
+seed("KCPControlBlockFuzzer", "backoff-at-max-rto", bytes([0, 2, 4, 3]) + kcp_tick() + kcp_forge(1, age=60_000) + bytes([4, 5])
+     + kcp_jump(60_001, 0xff) * 24)
+seed("KCPControlBlockFuzzer", "out-of-window-flood", bytes([0, 3, 4, 100])
+     + b"".join(kcp_forge(0, sn=sn, length=40) for sn in [1, 2047, 2048, 65534, 0x80000000, 0xFFFFFFFF, 5, 5]) + kcp_tick())
+seed("KCPControlBlockFuzzer", "forged-una-and-window", bytes([0, 4, 4, 11, 4, 100]) + kcp_tick()
+     + kcp_forge(1, sn=0xFFFFFFF0, una=0x7FFFFFFF, wnd=0) + kcp_forge(2, wnd=0) + kcp_jump(0x80000000) + kcp_tick(200))
+seed("KCPControlBlockFuzzer", "raw", bytes([0, 5, 3, 30]) + bytes.fromhex(vectors["kcp"]["packets"][0]["hex"])[:30] + kcp_tick())
+
+def smux_frame(cmd, stream=3, fill=0x41, length4=0):
+    return bytes([1, cmd, stream, fill, length4])
+# sizes chunk, window byte (× 64 + 64), operations
+seed("SmuxSessionFuzzer", "honest", bytes([2, 1, 7, 15]) + smux_frame(2, length4=40) + bytes([2, 10, 4, 10, 3, 4, 4, 10])
+     + smux_frame(4) + bytes(8) + smux_frame(1))
+seed("SmuxSessionFuzzer", "window-overrun", bytes([0, 1]) + smux_frame(2, length4=32) * 2)
+seed("SmuxSessionFuzzer", "slow-reader", bytes([0, 3]) + (smux_frame(2, length4=50) + bytes([2, 20])) * 8)
+seed("SmuxSessionFuzzer", "unknown-streams", bytes([0, 4]) + smux_frame(2, stream=4, length4=30) + smux_frame(0, stream=8)
+     + smux_frame(1, stream=0) + smux_frame(2, length4=10))
+seed("SmuxSessionFuzzer", "update-lies", bytes([0, 4]) + bytes([3, 255, 4, 1]) + smux_frame(4) + b"\xff" * 8 + bytes([4, 1])
+     + smux_frame(4) + bytes([0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]) + bytes([4, 1]))
+seed("SmuxSessionFuzzer", "oversized-length", bytes([0, 4, 0, 12, 2, 2, 0xff, 0xff, 3, 0, 0, 0, 1, 2, 3, 4]))
+for index, write in enumerate(vectors["smux"]["writes"][:4]):
+    data = bytes.fromhex(write["hex"])[:255]
+    seed("SmuxSessionFuzzer", f"go-{index}", bytes([0, 255, 0, len(data)]) + data)
+
+# mode (bit 0: built; body limit = mode >> 1 × 8), shape (head cap, header count, chunk-line cap)
+def http_raw(text, limit8=32, shape=0xAF, sizes=b"\x01\x07"):
+    return bytes([limit8 << 1, shape, len(sizes)]) + sizes + (text.encode() if isinstance(text, str) else text)
+chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+seed("BrokerHTTPResponseFuzzer", "chunk-size-overflow", http_raw(chunked + "1\r\na\r\n7fffffffffffffff\r\n"))
+seed("BrokerHTTPResponseFuzzer", "chunk-size-2-64", http_raw(chunked + "10000000000000000\r\n"))
+seed("BrokerHTTPResponseFuzzer", "chunk-negative", http_raw(chunked + "-1\r\n"))
+seed("BrokerHTTPResponseFuzzer", "chunked-valid", http_raw(chunked + "3;x=1\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"))
+seed("BrokerHTTPResponseFuzzer", "content-length-100mb", http_raw("HTTP/1.1 200 OK\r\nContent-Length: 104857600\r\n\r\nabc"))
+seed("BrokerHTTPResponseFuzzer", "content-length-valid", http_raw("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"))
+seed("BrokerHTTPResponseFuzzer", "until-eof", http_raw("HTTP/1.0 404 Not Found\r\nLocation: x\r\n\r\n" + "x" * 300))
+seed("BrokerHTTPResponseFuzzer", "endless-headers", http_raw("HTTP/1.1 200 OK\r\n" + "X-A: b\r\n" * 40 + "\r\n"))
+seed("BrokerHTTPResponseFuzzer", "long-head", http_raw("HTTP/1.1 200 OK\r\nX: " + "a" * 600, shape=0x3F))
+seed("BrokerHTTPResponseFuzzer", "bad-status", http_raw("HTTP/1.1 99999999999999999999999 OK\r\n\r\n"))
+seed("BrokerHTTPResponseFuzzer", "built-chunked", bytes([0x41, 0xAF, 200, 16 | 8, 20]) + bytes(range(20)) + bytes([2, 3, 1]))
+seed("BrokerHTTPResponseFuzzer", "built-length", bytes([0x41, 0xAF, 100, 1, 5]) + b"hello" + bytes([1, 2]))
+
 seed("SDPFuzzer", "pion-offer", bytes([1]) + json.loads(vectors["pionOfferSerialized"])["sdp"].encode())
 seed("SDPFuzzer", "offer", bytes([1]) + vectors["sessionDescription"]["sdp"].encode())
 seed("SDPFuzzer", "candidate", bytes([0]) + b"1 1 udp 2130706431 127.0.5.2 40000 typ srflx raddr 0.0.0.0 rport 40000")

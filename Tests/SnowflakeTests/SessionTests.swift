@@ -48,20 +48,23 @@ import Testing
         #expect(!a.deadLinkReached)
     }
 
-    @Test func smuxStreamRespectsThePeerWindowAndSendsUpdates() {
+    @Test func smuxStreamRespectsThePeerWindowAndSendsUpdates() throws {
         var stream = SmuxStreamState()
         stream.enqueue(pattern(300_000))
         let first = stream.outgoingFrames(now: 0)
         #expect(first.allSatisfy { $0.command == .push && $0.payload.count <= SmuxFrame.maxFrameSize })
         #expect(first.reduce(0) { $0 + $1.payload.count } == 262_144)
         #expect(stream.outgoingFrames(now: 1).isEmpty)
-        _ = stream.receive(.update(streamID: 3, consumed: 100_000, window: 1_048_576))
+        _ = try stream.receive(.update(streamID: 3, consumed: 100_000, window: 1_048_576))
         #expect(stream.outgoingFrames(now: 2).reduce(0) { $0 + $1.payload.count } == 300_000 - 262_144)
-        // The first data read triggers an UPD, the next small one does not.
-        let (data, replies) = stream.receive(SmuxFrame(command: .push, streamID: 3, payload: [1, 2, 3]))
+        // Arrival sends no UPD (honest flow control); the reader's first read does, the next small
+        // one does not.
+        let (data, replies) = try stream.receive(SmuxFrame(command: .push, streamID: 3, payload: [1, 2, 3]))
         #expect(data == [1, 2, 3])
-        #expect(replies == [.update(streamID: 3, consumed: 3, window: 1_048_576)])
-        #expect(stream.receive(SmuxFrame(command: .push, streamID: 3, payload: [4])).replies.isEmpty)
+        #expect(replies.isEmpty)
+        #expect(stream.consume(3) == .update(streamID: 3, consumed: 3, window: 1_048_576))
+        #expect(try stream.receive(SmuxFrame(command: .push, streamID: 3, payload: [4])).replies.isEmpty)
+        #expect(stream.consume(1) == nil)
         // A NOP keepalive every 10 s.
         #expect(stream.outgoingFrames(now: 10_002).contains(SmuxFrame(command: .nop, streamID: 0)))
     }

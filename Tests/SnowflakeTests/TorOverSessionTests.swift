@@ -225,7 +225,10 @@ final class SOCKSSessionListener: @unchecked Sendable {
                     try await session.write(bytes)
                 }
             }
-            for try await piece in session.incoming { try await client.write(piece) }
+            for try await piece in session.incoming {
+                try await client.write(piece)
+                await session.acknowledgeRead(piece.count)  // smux's window opens as tor reads
+            }
             upstream.cancel()
             await session.close()
         } catch {

@@ -18,6 +18,11 @@ import Foundation
 // AMP-cache form: GET <broker>/amp/client/ + "0" + base64url(9 random bytes) + "/" +
 // base64url(request), both base64url without padding; the response is an HTML page whose <pre>
 // elements hold "0" + standard base64 (with padding) of the poll response, split by whitespace.
+//
+// Hostile input: what is parsed here is at most BrokerRendezvous.readLimit bytes; JSON goes through
+// Foundation's parser (which refuses deep nesting with an error; checked with 100,000 levels), and
+// anything that is not the expected shape is broker-message-malformed; no peer number meets
+// arithmetic here.
 
 /// A WebRTC session description, as snowflake serialises it.
 public struct SessionDescription: Hashable, Sendable {

@@ -1,5 +1,9 @@
 import Foundation
 
+// Hostile input: the broker's (or AMP cache's) HTTP answer is parsed by HTTPResponseReader below;
+// its comment states the caps. The decoded body goes to BrokerMessages.swift and, for an answer, to
+// SessionDescriptionProtocol.swift, both within readLimit.
+
 /// Where and how to reach the broker: the bridge line's `url=` and `fronts=` (or `front=`).
 public struct BrokerEndpoint: Sendable, Hashable {
     /// The broker URL; requests resolve relative to it (keep the trailing "/").
@@ -30,7 +34,12 @@ public struct BrokerEndpoint: Sendable, Hashable {
 /// through an AMP cache. Requests are hand-written HTTP/1.1 on our own stream, so the `Host`
 /// header is exactly what we put there.
 public struct BrokerRendezvous: Sendable {
+    /// Largest response body (a poll answer is a few kilobytes).
     public static let readLimit = 100_000
+    /// One exchange (request written, whole response read) ends by this deadline, plus at most one
+    /// read timeout of the connector: a broker or cache that drips its answer cannot hold the
+    /// rendezvous. The broker itself holds a poll up to about 10 s while it finds a proxy.
+    public static let exchangeDeadline: Duration = .seconds(30)
 
     public let endpoint: BrokerEndpoint
     public let connector: any SnowflakeStreamConnector
@@ -58,7 +67,8 @@ public struct BrokerRendezvous: Sendable {
     /// cache when there is one), armored answer.
     public func exchangeAMP(_ request: ClientPollRequest) async throws(SnowflakeError) -> ClientPollResponse {
         let target = try resolveAMP(AMPEncoding.encodePath(request.encoded))
-        let response = try await send(method: "GET", target: target, body: nil)
+        let response = try await send(method: "GET", target: target, body: nil,
+                                      peer: ampCache == nil ? "the broker" : "the AMP cache")
         // A cache turns the broker's errors into 404 and invalid AMP into a redirect.
         guard response.status == 200 else {
             throw SnowflakeError(code: .brokerHTTP, kind: .protocolViolation,
@@ -126,12 +136,14 @@ public struct BrokerRendezvous: Sendable {
         var tlsServerName: String?
     }
 
-    private func send(method: String, target: RequestTarget, body: [UInt8]?) async throws(SnowflakeError) -> HTTPResponse {
+    private func send(method: String, target: RequestTarget, body: [UInt8]?,
+                      peer: String = "the broker") async throws(SnowflakeError) -> HTTPResponse {
+        let deadline = ContinuousClock.now + Self.exchangeDeadline
         let stream = try await connector.connect(host: target.connectHost, port: target.connectPort,
                                                  tlsServerName: target.tlsServerName)
         defer { stream.close() }
         try await stream.write(HTTPRequest(method: method, path: target.path, host: target.hostHeader, body: body).encoded)
-        return try await HTTPResponse.read(from: stream, bodyLimit: Self.readLimit)
+        return try await HTTPResponse.read(from: stream, bodyLimit: Self.readLimit, peer: peer, deadline: deadline)
     }
 }
 
@@ -152,106 +164,271 @@ struct HTTPRequest {
 
 /// A parsed HTTP/1.x response: status, headers (names lower-cased), body (Content-Length,
 /// chunked, or until the server closes). Bodies over the limit are an error, as upstream.
-struct HTTPResponse {
-    var status: Int
-    var headers: [(name: String, value: String)]
-    var body: [UInt8]
+package struct HTTPResponse {
+    package var status: Int
+    package var headers: [(name: String, value: String)]
+    package var body: [UInt8]
 
-    func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+    package func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
 
-    static let headLimit = 16 * 1024
-
-    static func read(from stream: any SnowflakeByteStream, bodyLimit: Int) async throws(SnowflakeError) -> HTTPResponse {
-        var buffer: [UInt8] = []
-        var eof = false
-        func fill() async throws(SnowflakeError) {
+    /// Reads one response from `stream`. Each read waits at most the stream's own read timeout, and
+    /// the whole response at most until `deadline` (checked after every read), so a peer that drips
+    /// a byte at a time cannot hold the rendezvous longer than deadline + one read timeout.
+    static func read(from stream: any SnowflakeByteStream, bodyLimit: Int, peer: String = "the broker",
+                     deadline: ContinuousClock.Instant? = nil) async throws(SnowflakeError) -> HTTPResponse {
+        var reader = HTTPResponseReader(bodyLimit: bodyLimit, peer: peer)
+        while true {
             let piece = try await stream.read(maxLength: 16 * 1024)
-            if piece.isEmpty { eof = true } else { buffer += piece }
+            if piece.isEmpty { return try reader.endOfStream() }
+            if let response = try reader.append(piece) { return response }
+            if let deadline, ContinuousClock.now >= deadline {
+                throw SnowflakeError(code: .timeout, kind: .network,
+                                     message: "\(peer) did not finish its HTTP response in time")
+            }
         }
-        func malformed(_ what: String) -> SnowflakeError {
-            SnowflakeError(code: .brokerHTTP, kind: .protocolViolation, message: "malformed HTTP response: \(what)")
+    }
+}
+
+/// The incremental HTTP/1.x response parser behind `HTTPResponse.read`: bytes in, in any split, a
+/// response out when it is complete.
+///
+/// Hostile input (the answer crosses CDNs, and anyone on the path of an http:// broker): no byte may
+/// trap, hang or grow memory without a cap. The head is at most headLimit bytes and headerCountLimit
+/// header lines; a chunk-size line at most chunkLineLimit bytes of hex digits, parsed with overflow
+/// checks; every size is compared against what is left of bodyLimit before any sum (a chunk size of
+/// 7fffffffffffffff after a 1-byte chunk used to overflow `body.count + size`); a Content-Length is
+/// digits only and at most bodyLimit; a body without either ends at EOF, also at most bodyLimit.
+/// Impossible values are typed errors (broker-http, response-too-large).
+package struct HTTPResponseReader {
+    /// Largest head (status line and headers).
+    package static let defaultHeadLimit = 16 * 1024
+    /// Most header lines.
+    package static let defaultHeaderCountLimit = 100
+    /// Longest chunk-size line (with extensions).
+    package static let defaultChunkLineLimit = 1024
+
+    package let bodyLimit: Int
+    /// The caps in force (the static defaults; the fuzz target uses small ones to reach them).
+    package let headLimit: Int
+    package let headerCountLimit: Int
+    package let chunkLineLimit: Int
+    private let peer: String
+    private var buffer: [UInt8] = []
+    private var start = 0
+    /// Where the next search for the end of the head starts (bytes before it were searched).
+    private var searchedHead = 0
+    private var status = 0
+    private var headers: [(name: String, value: String)] = []
+    private var body: [UInt8] = []
+
+    private enum Stage {
+        case head, chunkSize, chunkData(remaining: Int), chunkEnd, fixed(remaining: Int), untilClose, done
+    }
+    private var stage = Stage.head
+
+    package init(bodyLimit: Int, peer: String = "the broker", headLimit: Int = HTTPResponseReader.defaultHeadLimit,
+                 headerCountLimit: Int = HTTPResponseReader.defaultHeaderCountLimit,
+                 chunkLineLimit: Int = HTTPResponseReader.defaultChunkLineLimit) {
+        self.bodyLimit = max(0, bodyLimit)
+        self.peer = peer
+        self.headLimit = max(4, headLimit)
+        self.headerCountLimit = max(0, headerCountLimit)
+        self.chunkLineLimit = max(1, chunkLineLimit)
+    }
+
+    /// Bytes held now (undecoded input plus the body so far): never more than headLimit + 3 (or
+    /// chunkLineLimit + 1) + bodyLimit + one read.
+    package var bufferedBytes: Int { buffer.count - start + body.count }
+
+    private func malformed(_ what: String) -> SnowflakeError {
+        SnowflakeError(code: .brokerHTTP, kind: .protocolViolation, message: "\(peer) sent a malformed HTTP response: \(what)")
+    }
+
+    private func tooLarge() -> SnowflakeError {
+        SnowflakeError(code: .responseTooLarge, kind: .protocolViolation,
+                       message: "\(peer)'s response is larger than \(bodyLimit) bytes")
+    }
+
+    /// Feeds bytes; the response once it is complete (later bytes are ignored).
+    package mutating func append(_ bytes: some Collection<UInt8>) throws(SnowflakeError) -> HTTPResponse? {
+        if case .done = stage { return response }
+        if start > 0 && start >= buffer.count / 2 {
+            buffer.removeFirst(start)
+            searchedHead = max(0, searchedHead - start)
+            start = 0
         }
-        // Head.
-        var headEnd: Int?
-        while headEnd == nil {
-            if let range = findCRLFCRLF(buffer) { headEnd = range; break }
-            guard buffer.count <= headLimit else { throw malformed("header section too large") }
-            guard !eof else { throw malformed("connection closed before the headers ended") }
-            try await fill()
+        buffer.append(contentsOf: bytes)
+        try advance()
+        if case .done = stage { return response }
+        return nil
+    }
+
+    /// The peer closed: the response if it is complete (a body framed by EOF), else an error.
+    package mutating func endOfStream() throws(SnowflakeError) -> HTTPResponse {
+        switch stage {
+        case .done: return response
+        case .untilClose:
+            stage = .done
+            return response
+        case .head: throw malformed("the connection closed before the headers ended")
+        case .chunkSize, .chunkData, .chunkEnd: throw malformed("the connection closed inside the chunked body")
+        case .fixed: throw malformed("the body is shorter than its Content-Length")
         }
-        let head = String(decoding: buffer[..<headEnd!], as: UTF8.self)
-        var rest = Array(buffer[(headEnd! + 4)...])
-        let lines = head.components(separatedBy: "\r\n")
-        let statusParts = lines[0].split(separator: " ", maxSplits: 2)
-        guard statusParts.count >= 2, statusParts[0].hasPrefix("HTTP/1."), let status = Int(statusParts[1]) else {
-            throw malformed("bad status line")
+    }
+
+    private var response: HTTPResponse { HTTPResponse(status: status, headers: headers, body: body) }
+
+    private var available: Int { buffer.count - start }
+
+    private mutating func advance() throws(SnowflakeError) {
+        while true {
+            switch stage {
+            case .done:
+                return
+            case .head:
+                guard let end = find([13, 10, 13, 10], from: max(start, searchedHead)) else {
+                    searchedHead = max(start, buffer.count - 3)
+                    // Too large only once no terminator can start within the limit: with fewer
+                    // bytes its first three may be here already (found by BrokerHTTPResponseFuzzer:
+                    // the verdict depended on the split).
+                    guard available < headLimit + 4 else { throw malformed("the header section is too large") }
+                    return
+                }
+                guard end - start <= headLimit else { throw malformed("the header section is too large") }
+                try parseHead(buffer[start..<end])
+                start = end + 4
+            case .chunkSize:
+                guard let end = find([13, 10], from: start) else {
+                    guard available < chunkLineLimit + 2 else { throw malformed("a chunk-size line is too long") }
+                    return
+                }
+                guard end - start <= chunkLineLimit else { throw malformed("a chunk-size line is too long") }
+                let size = try chunkSize(buffer[start..<end])
+                start = end + 2
+                if size == 0 {
+                    stage = .done  // trailers, if any, are not needed: the request said Connection: close
+                } else {
+                    guard size <= bodyLimit - body.count else { throw tooLarge() }
+                    stage = .chunkData(remaining: size)
+                }
+            case .chunkData(let remaining):
+                let take = min(remaining, available)
+                guard take > 0 else { return }
+                body += buffer[start..<(start + take)]
+                start += take
+                stage = remaining - take == 0 ? .chunkEnd : .chunkData(remaining: remaining - take)
+            case .chunkEnd:
+                guard available >= 2 else { return }
+                guard buffer[start] == 13, buffer[start + 1] == 10 else { throw malformed("a chunk does not end with CRLF") }
+                start += 2
+                stage = .chunkSize
+            case .fixed(let remaining):
+                let take = min(remaining, available)
+                body += buffer[start..<(start + take)]
+                start += take
+                if remaining - take == 0 { stage = .done } else {
+                    stage = .fixed(remaining: remaining - take)
+                    return
+                }
+            case .untilClose:
+                guard available <= bodyLimit - body.count else { throw tooLarge() }
+                body += buffer[start...]
+                start = buffer.count
+                return
+            }
         }
-        var headers: [(String, String)] = []
+    }
+
+    private func find(_ pattern: [UInt8], from: Int) -> Int? {
+        guard buffer.count >= pattern.count, from <= buffer.count - pattern.count else { return nil }
+        var index = from
+        while index <= buffer.count - pattern.count {
+            if buffer[index] == pattern[0] && buffer[(index + 1)..<(index + pattern.count)].elementsEqual(pattern.dropFirst()) {
+                return index
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    private mutating func parseHead(_ bytes: ArraySlice<UInt8>) throws(SnowflakeError) {
+        // Byte-level: lines split at CRLF, names lower-cased in ASCII, values trimmed of spaces and
+        // tabs (what the Foundation string calls did, at a fraction of the cost).
+        var lines: [ArraySlice<UInt8>] = []
+        var lineStart = bytes.startIndex
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            if bytes[index] == 13, index + 1 < bytes.endIndex, bytes[index + 1] == 10 {
+                lines.append(bytes[lineStart..<index])
+                index += 2
+                lineStart = index
+                guard lines.count <= headerCountLimit + 1 else {
+                    throw malformed("it has more than \(headerCountLimit) header lines")
+                }
+            } else {
+                index += 1
+            }
+        }
+        lines.append(bytes[lineStart..<bytes.endIndex])
+        guard lines.count - 1 <= headerCountLimit else { throw malformed("it has more than \(headerCountLimit) header lines") }
+        // "HTTP/1.x NNN reason": exactly three digits after the first space.
+        let statusLine = lines[0]
+        guard statusLine.starts(with: Array("HTTP/1.".utf8)), let space = statusLine.firstIndex(of: 32),
+              statusLine.index(space, offsetBy: 4, limitedBy: statusLine.endIndex).map({ $0 <= statusLine.endIndex }) == true else {
+            throw malformed("a bad status line")
+        }
+        let digits = statusLine[(space + 1)..<(space + 4)]
+        guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }), space + 4 == statusLine.endIndex || statusLine[space + 4] == 32 else {
+            throw malformed("a bad status line")
+        }
+        status = digits.reduce(0) { $0 * 10 + Int($1 - 48) }
+        func trimmed(_ slice: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+            var slice = slice
+            while let first = slice.first, first == 32 || first == 9 { slice = slice.dropFirst() }
+            while let last = slice.last, last == 32 || last == 9 { slice = slice.dropLast() }
+            return slice
+        }
         for line in lines.dropFirst() where !line.isEmpty {
-            guard let colon = line.firstIndex(of: ":") else { throw malformed("header without a colon") }
-            headers.append((line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw malformed("a header without a colon") }
+            let name = line[..<colon].map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }
+            headers.append((String(decoding: name, as: UTF8.self), String(decoding: trimmed(line[(colon + 1)...]), as: UTF8.self)))
         }
-        var response = HTTPResponse(status: status, headers: headers, body: [])
-        buffer = rest
-        rest = []
-        func tooLarge() -> SnowflakeError {
-            SnowflakeError(code: .responseTooLarge, kind: .protocolViolation,
-                           message: "the broker's response is larger than \(bodyLimit) bytes")
-        }
+        let response = self.response
         if response.header("transfer-encoding")?.lowercased().contains("chunked") == true {
-            var body: [UInt8] = []
-            while true {
-                var lineEnd = findCRLF(buffer)
-                while lineEnd == nil {
-                    guard !eof else { throw malformed("truncated chunk size") }
-                    guard buffer.count < 1024 else { throw malformed("chunk size line too long") }
-                    try await fill()
-                    lineEnd = findCRLF(buffer)
-                }
-                let sizeText = String(decoding: buffer[..<lineEnd!], as: UTF8.self)
-                    .split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-                guard let size = Int(sizeText, radix: 16), size >= 0 else { throw malformed("bad chunk size") }
-                buffer.removeFirst(lineEnd! + 2)
-                if size == 0 { break }
-                guard body.count + size <= bodyLimit else { throw tooLarge() }
-                while buffer.count < size + 2 {
-                    guard !eof else { throw malformed("truncated chunk") }
-                    try await fill()
-                }
-                body += buffer[..<size]
-                buffer.removeFirst(size + 2)
-            }
-            response.body = body
-        } else if let lengthText = response.header("content-length") {
-            guard let length = Int(lengthText), length >= 0 else { throw malformed("bad Content-Length") }
+            stage = .chunkSize
+        } else if let text = response.header("content-length") {
+            guard !text.isEmpty, text.utf8.count <= 19, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
+                  let length = Int(text) else { throw malformed("a bad Content-Length") }
             guard length <= bodyLimit else { throw tooLarge() }
-            while buffer.count < length {
-                guard !eof else { throw malformed("body shorter than Content-Length") }
-                try await fill()
-            }
-            response.body = Array(buffer.prefix(length))
+            stage = .fixed(remaining: length)
         } else {
-            while !eof {
-                guard buffer.count <= bodyLimit else { throw tooLarge() }
-                try await fill()
-            }
-            guard buffer.count <= bodyLimit else { throw tooLarge() }
-            response.body = buffer
+            stage = .untilClose
         }
-        return response
     }
-}
 
-private func findCRLFCRLF(_ bytes: [UInt8]) -> Int? {
-    guard bytes.count >= 4 else { return nil }
-    for i in 0...(bytes.count - 4) where bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 {
-        return i
+    /// The chunk size in hex (extensions after ";" ignored), overflow-checked.
+    private func chunkSize(_ line: ArraySlice<UInt8>) throws(SnowflakeError) -> Int {
+        var size = 0
+        var digits = 0
+        for byte in line {
+            if byte == UInt8(ascii: ";") { break }
+            if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") {
+                guard digits > 0 else { continue }  // tolerate leading whitespace, as before
+                break
+            }
+            let value: Int
+            switch byte {
+            case 48...57: value = Int(byte) - 48
+            case 65...70: value = Int(byte) - 55
+            case 97...102: value = Int(byte) - 87
+            default: throw malformed("a bad chunk size")
+            }
+            let (shifted, overflow) = size.multipliedReportingOverflow(by: 16)
+            guard !overflow else { throw tooLarge() }
+            size = shifted + value
+            digits += 1
+        }
+        guard digits > 0 else { throw malformed("a bad chunk size") }
+        return size
     }
-    return nil
-}
-
-private func findCRLF(_ bytes: [UInt8]) -> Int? {
-    guard bytes.count >= 2 else { return nil }
-    for i in 0...(bytes.count - 2) where bytes[i] == 13 && bytes[i + 1] == 10 { return i }
-    return nil
 }

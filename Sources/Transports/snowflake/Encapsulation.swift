@@ -15,6 +15,10 @@
 // Writers use the shortest prefix; readers accept any (non-minimal encodings are valid) and skip
 // padding. Every data chunk is exactly one KCP packet. The server truncates data chunks to the
 // 1400-byte KCP MTU, so a client must never send a longer packet.
+//
+// Hostile input: a prefix longer than 3 bytes is a typed error; a length is at most 20 bits, so the
+// decoder holds at most one incomplete chunk (1 MiB) beyond what it was just given; data chunks are
+// truncated to maxPacketSize, as upstream. No sum here can overflow.
 
 /// The constants of a Turbo Tunnel session.
 public enum TurboTunnel {
@@ -128,7 +132,7 @@ public enum Encapsulation {
                 while more {
                     guard extra < 2 else {
                         throw SnowflakeError(code: .encapsulationTooLong, kind: .protocolViolation,
-                                             message: "an encapsulation length prefix is longer than 3 bytes")
+                                             message: "the snowflake proxy or server sent an encapsulation length prefix longer than 3 bytes")
                     }
                     guard index < buffer.count else { return nil }
                     let byte = buffer[index]

@@ -228,7 +228,7 @@ public final class ICEAgent: Sendable {
             password.withCString { pwd in nice_agent_set_remote_credentials(handles.agent, handles.stream, ufrag, pwd) }
         }
         guard set != 0 else {
-            throw SnowflakeError(code: .connection, kind: .network, message: "the remote ICE credentials were refused")
+            throw SnowflakeError(code: .connection, kind: .network, message: "the snowflake proxy's ICE credentials were refused")
         }
         var list: UnsafeMutablePointer<GSList>?
         for candidate in candidates where candidate.component == 1 && candidate.transport == "udp" {
@@ -239,18 +239,18 @@ public final class ICEAgent: Sendable {
             }
         }
         guard list != nil else {
-            throw SnowflakeError(code: .connection, kind: .protocolViolation, message: "the answer has no usable ICE candidate")
+            throw SnowflakeError(code: .connection, kind: .protocolViolation, message: "the snowflake proxy's answer has no usable ICE candidate")
         }
         let added = nice_agent_set_remote_candidates(handles.agent, handles.stream, 1, list)
         g_slist_free_full(list) { nice_candidate_free($0?.assumingMemoryBound(to: NiceCandidate.self)) }
         guard added > 0 else {
-            throw SnowflakeError(code: .connection, kind: .network, message: "libnice took none of the answer's candidates")
+            throw SnowflakeError(code: .connection, kind: .network, message: "libnice took none of the snowflake proxy's candidates")
         }
         let reached = await events.wait(timeout: timeout) { $0.state == .ready || $0.state == .failed }
         let state = events.snapshot.withLock { $0.state }
         guard reached, state == .ready else {
             throw SnowflakeError(code: state == .failed ? .connection : .timeout, kind: .network,
-                                 message: "ICE did not connect (state \(state))")
+                                 message: "ICE with the snowflake proxy did not connect (state \(state))")
         }
     }
 

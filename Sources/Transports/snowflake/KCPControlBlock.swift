@@ -5,15 +5,31 @@
 //
 // Pure logic: the caller supplies the clock (milliseconds, wrapping UInt32) and moves packets. Not
 // thread-safe; its owner serialises access.
+//
+// Hostile input (a proxy sees and can forge these bytes): no field of a peer's segment may trap, hang
+// or grow memory without a cap. Sequence numbers, una and timestamps wrap (the protocol's modular
+// arithmetic: `&+`, `&-`, `timeDiff`); an RTT sample is clamped to maxRTO before any sum (a forged
+// ACK timestamp 2^31 ms old used to overflow the Int32 sums, as kcp-go's own wrap hides); a
+// segment's RTO backoff stops at maxRTO; a payload longer than the MSS is a typed error; what is
+// held for the reader (out of order plus in order) is at most receiveBufferLimit segments, and a
+// segment beyond that is neither stored nor acknowledged (the peer sends it again); pending ACKs
+// are capped at pendingAcknowledgementLimit. `frg` is ignored (stream mode: always 0).
 
-struct KCPControlBlock {
+package struct KCPControlBlock {
     static let overhead = KCPSegment.headerSize
     static let defaultRTO: Int32 = 200
-    static let minRTO: Int32 = 100
-    static let maxRTO: Int32 = 60000
+    package static let minRTO: Int32 = 100
+    package static let maxRTO: Int32 = 60000
     static let probeInitial: UInt32 = 7000
     static let probeLimit: UInt32 = 120000
     static let deadLink = 20
+    /// Segments held for the reader (out of order in rcv_buf plus in order in rcv_queue) at most:
+    /// 2048 × 1376 bytes ≈ 2.8 MB. A legitimate server never comes near it (smux's 1 MiB stream
+    /// window keeps under 800 segments in flight); a proxy that forges segments all over the
+    /// 65535-segment window cannot make us hold 90 MB.
+    package static let receiveBufferLimit = 2048
+    /// ACKs waiting for the next flush at most (flushes run every 10 ms).
+    package static let pendingAcknowledgementLimit = 4096
 
     let conversation: UInt32
     let mtu: Int
@@ -28,7 +44,7 @@ struct KCPControlBlock {
     private(set) var remoteWindow: UInt32 = 32       // rmt_wnd (IKCP_WND_RCV until told)
     private var smoothedRTT: Int32 = 0
     private var rttVariance: Int32 = 0
-    private(set) var retransmitTimeout: Int32 = KCPControlBlock.defaultRTO
+    package private(set) var retransmitTimeout: Int32 = KCPControlBlock.defaultRTO
     private var probe: UInt8 = 0
     private var probeWait: UInt32 = 0
     private var probeTimestamp: UInt32 = 0
@@ -49,7 +65,7 @@ struct KCPControlBlock {
     private static let askSend: UInt8 = 1
     private static let askTell: UInt8 = 2
 
-    init(conversation: UInt32, mtu: Int = KCPSegment.mtu, window: UInt32 = 65535, interval: UInt32 = 10) {
+    package init(conversation: UInt32, mtu: Int = KCPSegment.mtu, window: UInt32 = 65535, interval: UInt32 = 10) {
         self.conversation = conversation
         self.mtu = mtu
         self.sendWindow = window
@@ -58,15 +74,24 @@ struct KCPControlBlock {
     }
 
     /// Segments queued or in flight: a sender backs off when this reaches the send window.
-    var waitingToSend: Int { sendQueue.count + sendBuffer.count }
+    package var waitingToSend: Int { sendQueue.count + sendBuffer.count }
 
     /// Bytes ready for `receive()`.
     var hasReceivedData: Bool { !receiveQueue.isEmpty }
 
+    /// Segments held for the reader now (in order and out of order); at most receiveBufferLimit.
+    package var heldSegments: Int { receiveBuffer.count + receiveQueue.count }
+
+    /// ACKs waiting for the next flush.
+    package var pendingAcknowledgements: Int { acknowledgements.count }
+
+    /// How far beyond rcv_nxt a segment is accepted: the window, but no more than we hold.
+    private var acceptWindow: UInt32 { min(receiveWindow, UInt32(Self.receiveBufferLimit)) }
+
     // MARK: sending
 
     /// Stream mode: appends to the last queued segment while it has room, then fills new segments.
-    mutating func send(_ data: [UInt8]) {
+    package mutating func send(_ data: [UInt8]) {
         var offset = 0
         if var last = sendQueue.popLast() {
             let room = mss - last.payload.count
@@ -85,7 +110,7 @@ struct KCPControlBlock {
     }
 
     /// All in-order bytes received so far.
-    mutating func receive() -> [UInt8] {
+    package mutating func receive() -> [UInt8] {
         let out = receiveQueue.flatMap { $0 }
         receiveQueue.removeAll(keepingCapacity: true)
         moveReceiveBufferToQueue()
@@ -95,9 +120,13 @@ struct KCPControlBlock {
     // MARK: input
 
     /// Feeds one packet from the peer.
-    mutating func input(_ packet: [UInt8], now: UInt32) throws(SnowflakeError) {
+    package mutating func input(_ packet: [UInt8], now: UInt32) throws(SnowflakeError) {
         let segments = try KCPSegment.decodePacket(packet, conversation: conversation)
         var maxAck: UInt32?
+        for segment in segments where segment.payload.count > mss {
+            throw SnowflakeError(code: .kcpMalformed, kind: .protocolViolation,
+                                 message: "a KCP segment from the snowflake proxy or server carries \(segment.payload.count) bytes, more than the MSS")
+        }
         for segment in segments {
             remoteWindow = UInt32(segment.window)
             parseUna(segment.unacknowledged)
@@ -112,10 +141,14 @@ struct KCPControlBlock {
                 if let current = maxAck { if timeDiff(segment.sequenceNumber, current) > 0 { maxAck = segment.sequenceNumber } }
                 else { maxAck = segment.sequenceNumber }
             case .push:
-                if timeDiff(segment.sequenceNumber, receiveNext &+ receiveWindow) < 0 {
-                    acknowledgements.append((segment.sequenceNumber, segment.timestamp))
+                // Within what we hold: acknowledged (also a duplicate below rcv_nxt, whose ACK was
+                // lost). Beyond it: dropped unacknowledged, so the peer sends it again.
+                if timeDiff(segment.sequenceNumber, receiveNext &+ acceptWindow) < 0 {
                     if timeDiff(segment.sequenceNumber, receiveNext) >= 0 {
-                        parseData(segment)
+                        guard parseData(segment) else { continue }
+                    }
+                    if acknowledgements.count < Self.pendingAcknowledgementLimit {
+                        acknowledgements.append((segment.sequenceNumber, segment.timestamp))
                     }
                 }
             case .windowProbe:
@@ -126,7 +159,10 @@ struct KCPControlBlock {
         }
     }
 
-    private mutating func updateRTT(_ rtt: Int32) {
+    /// RFC 6298-style smoothing as skywind3000/kcp. The sample is clamped to [0, maxRTO] first, so
+    /// every sum below stays far inside Int32 (7 × 60000 at most) whatever timestamp a peer forges.
+    private mutating func updateRTT(_ sample: Int32) {
+        let rtt = min(max(0, sample), Self.maxRTO)
         if smoothedRTT == 0 {
             smoothedRTT = rtt
             rttVariance = rtt / 2
@@ -135,7 +171,7 @@ struct KCPControlBlock {
             rttVariance = (3 * rttVariance + delta) / 4
             smoothedRTT = max(1, (7 * smoothedRTT + rtt) / 8)
         }
-        let rto = smoothedRTT + max(Int32(interval), 4 * rttVariance)
+        let rto = smoothedRTT + max(Int32(clamping: interval), 4 * rttVariance)
         retransmitTimeout = min(max(Self.minRTO, rto), Self.maxRTO)
     }
 
@@ -154,23 +190,27 @@ struct KCPControlBlock {
         sendUnacknowledged = sendBuffer.first?.segment.sequenceNumber ?? sendNext
     }
 
-    private mutating func parseData(_ segment: KCPSegment) {
+    /// Stores an in-window segment; false when it is not kept because the reader's buffers are full
+    /// (then it must not be acknowledged). A duplicate counts as kept.
+    private mutating func parseData(_ segment: KCPSegment) -> Bool {
         let sn = segment.sequenceNumber
-        guard timeDiff(sn, receiveNext &+ receiveWindow) < 0, timeDiff(sn, receiveNext) >= 0 else { return }
+        guard timeDiff(sn, receiveNext &+ acceptWindow) < 0, timeDiff(sn, receiveNext) >= 0 else { return false }
         var insertAt = receiveBuffer.count
         for index in stride(from: receiveBuffer.count - 1, through: 0, by: -1) {
             let existing = receiveBuffer[index].sequenceNumber
-            if existing == sn { return }  // duplicate
+            if existing == sn { return true }  // duplicate
             if timeDiff(sn, existing) > 0 { break }
             insertAt = index
         }
+        guard heldSegments < Self.receiveBufferLimit else { return false }
         receiveBuffer.insert(segment, at: insertAt)
         moveReceiveBufferToQueue()
+        return true
     }
 
     private mutating func moveReceiveBufferToQueue() {
         while let first = receiveBuffer.first, first.sequenceNumber == receiveNext,
-              UInt32(receiveQueue.count) < receiveWindow {
+              UInt32(receiveQueue.count) < acceptWindow {
             receiveQueue.append(first.payload)
             receiveBuffer.removeFirst()
             receiveNext &+= 1
@@ -200,7 +240,7 @@ struct KCPControlBlock {
 
     /// Everything due at `now`: ACKs, window probes, new segments within the window and
     /// retransmissions, packed into packets of at most `mtu` bytes.
-    mutating func flush(now: UInt32) -> [[UInt8]] {
+    package mutating func flush(now: UInt32) -> [[UInt8]] {
         var packets: [[UInt8]] = []
         var packet: [UInt8] = []
         func emit(_ segment: KCPSegment) {
@@ -253,8 +293,10 @@ struct KCPControlBlock {
                 sendBuffer[index].resendAt = now &+ UInt32(retransmitTimeout)
             } else if timeDiff(now, sendBuffer[index].resendAt) >= 0 {
                 due = true
-                // nodelay 0: the RTO grows by max(own rto, current rto), i.e. doubles.
-                sendBuffer[index].rto += max(sendBuffer[index].rto, retransmitTimeout)
+                // nodelay 0: the RTO grows by max(own rto, current rto), i.e. doubles; it stops
+                // at maxRTO (kcp-go's uint32 grows on; past 60 s the dead link ends it anyway).
+                let grown = sendBuffer[index].rto + max(sendBuffer[index].rto, retransmitTimeout)
+                sendBuffer[index].rto = min(grown, Self.maxRTO)
                 sendBuffer[index].resendAt = now &+ UInt32(sendBuffer[index].rto)
             }
             if due {

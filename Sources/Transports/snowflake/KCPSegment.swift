@@ -13,6 +13,10 @@
 // A packet never exceeds the 1400-byte MTU (24-byte header + at most 1376 data bytes for a single
 // segment). kcp-go rejects a packet whose segments name another conv or an unknown cmd, and stops
 // at a tail shorter than a header; the decoder below does the same.
+//
+// Hostile input: `len` is checked against the bytes present before any slice (a 32-bit length in a
+// 64-bit Int cannot overflow the sum); numbers are only decoded here. What they mean (windows,
+// wrapping sequence arithmetic, RTT) is checked in KCPControlBlock.swift.
 
 /// One KCP segment.
 public struct KCPSegment: Hashable, Sendable {
@@ -90,19 +94,19 @@ public struct KCPSegment: Hashable, Sendable {
             let conv = readLE32(packet, index)
             if let expected, expected != conv {
                 throw SnowflakeError(code: .kcpWrongConversation, kind: .protocolViolation,
-                                     message: "a KCP segment belongs to another conversation")
+                                     message: "the snowflake proxy or server sent a KCP segment of another conversation")
             }
             expected = conv
             let command = packet[index + 4]
             guard Command.known.contains(command) else {
                 throw SnowflakeError(code: .kcpMalformed, kind: .protocolViolation,
-                                     message: "a KCP segment has the unknown command \(command)")
+                                     message: "the snowflake proxy or server sent a KCP segment with the unknown command \(command)")
             }
             let length = Int(readLE32(packet, index + 20))
             let dataStart = index + headerSize
             guard packet.count - dataStart >= length else {
                 throw SnowflakeError(code: .kcpMalformed, kind: .protocolViolation,
-                                     message: "a KCP segment claims \(length) data bytes but the packet has \(packet.count - dataStart)")
+                                     message: "the snowflake proxy or server sent a KCP segment claiming \(length) data bytes in a packet with \(packet.count - dataStart)")
             }
             segments.append(KCPSegment(
                 conversation: conv, command: Command(rawValue: command), fragment: packet[index + 5],

@@ -12,6 +12,11 @@
 //     a=ice-ufrag:<ufrag> / a=ice-pwd:<pwd> / a=candidate:... / a=end-of-candidates
 //
 // The proxy answers a=setup:active: it is the DTLS client, we are the DTLS server.
+//
+// Hostile input (the answer is the proxy's, relayed by the broker): numbers are parsed by the
+// checked initialisers (UInt32, UInt16, Int: an out-of-range value is a typed error or ignored, never
+// a trap); the answer is at most BrokerRendezvous.readLimit bytes, and WebRTCDataChannel takes at
+// most DataChannelProtocol.answerCandidateLimit candidates from it.
 
 /// An ICE candidate line's fields (RFC 8839 section 5.1).
 public struct ICECandidate: Hashable, Sendable {
@@ -49,7 +54,7 @@ public struct ICECandidate: Hashable, Sendable {
         let words = text.split(separator: " ").map(String.init)
         guard words.count >= 8, words[6] == "typ", let component = Int(words[1]), let priority = UInt32(words[3]),
               let port = UInt16(words[5]) else {
-            throw SnowflakeError(code: .brokerMessageMalformed, kind: .protocolViolation, message: "an ICE candidate line is malformed")
+            throw SnowflakeError(code: .brokerMessageMalformed, kind: .protocolViolation, message: "the snowflake proxy's answer has a malformed ICE candidate line")
         }
         self.init(foundation: words[0], component: component, transport: words[2].lowercased(), priority: priority,
                   address: words[4], port: port, type: words[7])

@@ -8,6 +8,11 @@
 //
 // A header with another version is a fatal protocol error for smux, and so is an unknown command.
 // Data frames carry at most MaxFrameSize (32768) bytes. Client stream IDs are odd, the first is 3.
+//
+// Hostile input: the 16-bit length bounds a frame (the decoder holds at most one incomplete frame,
+// 65535 + 8 bytes, beyond what it was just given); a wrong version or unknown command is a typed
+// error; nothing here does arithmetic on a peer's number beyond index bounds it has checked. What a
+// frame means (stream ids, windows) is SmuxStreamState's business.
 
 /// One smux frame.
 public struct SmuxFrame: Hashable, Sendable {
@@ -69,6 +74,10 @@ public struct SmuxFrame: Hashable, Sendable {
 
         public init() {}
 
+        /// Bytes held and not yet returned as frames: at most one incomplete frame (65535 + 8)
+        /// plus what the last append brought.
+        package var bufferedBytes: Int { buffer.count - start }
+
         public mutating func append(_ bytes: some Collection<UInt8>) {
             if start > 0 && start >= buffer.count / 2 {
                 buffer.removeFirst(start)
@@ -83,12 +92,12 @@ public struct SmuxFrame: Hashable, Sendable {
             let version = buffer[start]
             guard version == SmuxFrame.version else {
                 throw SnowflakeError(code: .smuxWrongVersion, kind: .protocolViolation,
-                                     message: "an smux frame has version \(version), expected 2")
+                                     message: "the snowflake server (or the proxy in between) sent an smux frame of version \(version), expected 2")
             }
             let command = buffer[start + 1]
             guard command <= 4 else {
                 throw SnowflakeError(code: .smuxMalformed, kind: .protocolViolation,
-                                     message: "an smux frame has the unknown command \(command)")
+                                     message: "the snowflake server (or the proxy in between) sent an smux frame with the unknown command \(command)")
             }
             let length = Int(readLE16(buffer, start + 2))
             let streamID = readLE32(buffer, start + 4)

@@ -13,6 +13,12 @@ public struct SnowflakeError: Error, Hashable, Sendable, CustomStringConvertible
         public static let kcpWrongConversation = Code("kcp-wrong-conversation")
         public static let smuxMalformed = Code("smux-malformed")
         public static let smuxWrongVersion = Code("smux-wrong-version")
+        /// The peer sent more stream data than the window we granted (bytes tor has not read yet).
+        public static let smuxWindowExceeded = Code("smux-window-exceeded")
+        /// The proxy sent data-channel messages faster than the session takes them, past the cap.
+        public static let dataChannelFlood = Code("data-channel-flood")
+        /// A WebSocket frame longer than the cap (or with an impossible length).
+        public static let webSocketFrameTooLarge = Code("websocket-frame-too-large")
         public static let brokerMessageMalformed = Code("broker-message-malformed")
         public static let brokerError = Code("broker-error")
         public static let brokerHTTP = Code("broker-http")

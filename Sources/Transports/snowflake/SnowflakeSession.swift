@@ -55,6 +55,13 @@ public actor SnowflakeSession {
     static let spareLifetimeMs: UInt32 = 20_000
     /// How long the session waits for a new carrier before it gives up.
     public static let defaultRedialLimit: Duration = .seconds(60)
+    /// How long data may wait to be sent without any progress (nothing acknowledged, no smux
+    /// window opening) before the session ends: a peer that keeps its KCP or smux window shut
+    /// while answering everything else would otherwise hold tor's writes forever.
+    static let sendStallLimitMs: UInt32 = 60_000
+    /// Since when data has waited without progress, and the progress seen then.
+    private var stalledSince: UInt32 = 0
+    private var lastProgress: (acknowledged: UInt32, sent: UInt32) = (0, 0)
     private var tasks: [Task<Void, Never>] = []
     private let clock = ContinuousClock()
     private let epoch: ContinuousClock.Instant
@@ -289,6 +296,15 @@ public actor SnowflakeSession {
                 carrier.close()  // the reader sees it end and redials
             }
         }
+        let waiting = stream.backlog > 0 || kcp.waitingToSend > 0
+        let progress = (acknowledged: kcp.sendUnacknowledged, sent: stream.sent)
+        if !waiting || progress != lastProgress {
+            stalledSince = now
+            lastProgress = progress
+        } else if timeDiff(now, stalledSince) > Int32(Self.sendStallLimitMs) {
+            end(SnowflakeError(code: .timeout, kind: .network,
+                               message: "nothing could be sent for \(Self.sendStallLimitMs / 1000) s: the snowflake proxy or server keeps its window shut or acknowledges nothing"))
+        }
         if kcp.deadLinkReached {
             end(SnowflakeError(code: .timeout, kind: .network, message: "KCP gave up: a segment was sent 20 times without an ACK"))
         }
@@ -330,6 +346,7 @@ public actor SnowflakeSession {
     }
 
     private func received(_ bytes: [UInt8]) async throws(SnowflakeError) {
+        guard !ended else { return }
         lastInbound = now
         encapsulation.append(bytes)
         while let packet = try encapsulation.nextPacket() {
@@ -338,18 +355,31 @@ public actor SnowflakeSession {
         let data = kcp.receive()
         guard !data.isEmpty else { return }
         frames.append(data)
-        var repliesQueued = false
-        while let frame = try frames.nextFrame() {
-            let (payload, replies) = stream.receive(frame)
-            if !payload.isEmpty { continuation.yield(payload) }
-            for reply in replies {
-                kcp.send(reply.encoded)
-                repliesQueued = true
+        // An smux violation corrupts the one byte stream for good: a new carrier cannot help, so
+        // the session ends (KCP and encapsulation errors above only cost the carrier).
+        do throws(SnowflakeError) {
+            while let frame = try frames.nextFrame() {
+                let (payload, _) = try stream.receive(frame)
+                if !payload.isEmpty { continuation.yield(payload) }
+                if stream.peerFinished {
+                    continuation.finish()
+                }
             }
-            if stream.peerFinished {
-                continuation.finish()
-            }
+        } catch {
+            end(error)
         }
-        if repliesQueued { try await flush() }
     }
+
+    /// The reader of `incoming` has taken `count` more bytes: smux's window opens by that much
+    /// (a window update goes out when one is due). Until then the server may send at most
+    /// SmuxStreamState.streamBuffer bytes ahead of the reader, so a slow tor holds memory bounded
+    /// by that, not by what the server would like to send.
+    public func acknowledgeRead(_ count: Int) async {
+        guard !ended, let update = stream.consume(count) else { return }
+        kcp.send(update.encoded)
+        try? await flush()
+    }
+
+    /// Stream bytes received and not yet acknowledged as read.
+    public var unreadStreamBytes: Int { Int(stream.unread) }
 }

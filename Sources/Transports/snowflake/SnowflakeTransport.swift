@@ -165,8 +165,11 @@ final class SnowflakeConnection: TransportConnection, @unchecked Sendable {
             }
         }
         let count = min(max(1, maximumCount), pending.count)
-        defer { pending = pending.dropFirst(count) }
-        return Array(pending.prefix(count))
+        let out = Array(pending.prefix(count))
+        pending = pending.dropFirst(count)
+        // Only now has tor read these bytes: smux's window opens (SmuxStreamState).
+        await session.acknowledgeRead(count)
+        return out
     }
 
     func write(_ bytes: [UInt8]) async throws {

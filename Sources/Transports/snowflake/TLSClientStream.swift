@@ -30,8 +30,13 @@ public final class TLSClientStream: SnowflakeByteStream {
 
     /// Runs the handshake over `transport` and returns the encrypted stream.
     /// `sendsServerName` false leaves SNI out (the certificate is still checked against the name).
+    /// The whole handshake ends by this (checked after every read): a server that drips its
+    /// certificate cannot hold the dial longer than this plus one read timeout.
+    public static let handshakeDeadline: Duration = .seconds(20)
+
     public static func handshake(over transport: any SnowflakeByteStream, serverName: String,
                                  caFile: String?, sendsServerName: Bool = true) async throws(SnowflakeError) -> TLSClientStream {
+        let deadline = ContinuousClock.now + handshakeDeadline
         guard let context = caFile.map({ $0.withCString { postern_tls_client_context($0) } }) ?? postern_tls_client_context(nil) else {
             throw failure("the TLS context could not be created (CA file unreadable?)")
         }
@@ -70,6 +75,9 @@ public final class TLSClientStream: SnowflakeByteStream {
                 throw SnowflakeError(code: .connection, kind: .network, message: "the TLS handshake failed: \(reason)")
             }
             try await stream.pull()
+            guard ContinuousClock.now < deadline else {
+                throw SnowflakeError(code: .timeout, kind: .network, message: "the TLS server did not finish its handshake in time")
+            }
         }
     }
 

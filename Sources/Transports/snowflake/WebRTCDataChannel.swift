@@ -12,6 +12,13 @@ import Synchronization
 //
 // The channel is a byte stream: every write is sent as binary messages of at most 16 KiB, and the
 // received messages are concatenated (Turbo Tunnel does not care about message boundaries).
+//
+// Hostile input (the proxy ends DTLS, so it controls every byte here): SCTP and DTLS are parsed by
+// usrsctp and OpenSSL; our glue reads only the association-change notification (length checked
+// first) and the first byte of a DCEP message. Received data waits for the session up to
+// inboundLimit bytes, then the channel fails with data-channel-flood; an answer with more than
+// answerCandidateLimit candidates is refused; every wait on the proxy (ICE, the association, the
+// DCEP ACK) ends by openTimeout.
 
 /// Protocol constants of the data channel.
 enum DataChannelProtocol {
@@ -23,6 +30,12 @@ enum DataChannelProtocol {
     static let ppidStringEmpty: UInt32 = 56
     static let ppidBinaryEmpty: UInt32 = 57
     static let maxMessage = 16 * 1024
+    /// Received bytes waiting for the session at most. usrsctp hands every message over at once, so
+    /// SCTP's own window does not hold a proxy back; the session reads as fast as KCP takes it, and
+    /// KCP and smux windows keep a legitimate server's bursts far below this.
+    static let inboundLimit = 8 << 20
+    /// Most remote candidates taken from an answer (a browser or pion proxy sends a handful).
+    static let answerCandidateLimit = 32
 
     /// DATA_CHANNEL_OPEN: type 3, channel type 0 (reliable ordered), priority 0, reliability 0,
     /// label length, protocol length (0), label.
@@ -120,9 +133,15 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
             case DataChannelProtocol.ppidControl:
                 if data.first == 0x02 { state.withLock { $0.acknowledged = true } }
             case DataChannelProtocol.ppidBinary, DataChannelProtocol.ppidString:
-                state.withLock { s in
+                let flooded = state.withLock { s -> Bool in
+                    guard s.inbound.count + data.count <= DataChannelProtocol.inboundLimit else { return true }
                     s.inbound += data
                     s.lastInbound = .now
+                    return false
+                }
+                if flooded {
+                    fail(SnowflakeError(code: .dataChannelFlood, kind: .protocolViolation,
+                                        message: "the snowflake proxy sent more than \(DataChannelProtocol.inboundLimit) bytes the session had not taken yet"))
                 }
                 wake()
             default:
@@ -205,6 +224,10 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
         let response = try await poll(rendezvous, ClientPollRequest(offer: offer.sessionDescription, nat: .unknown,
                                                                     fingerprint: fingerprint))
         let answer = try DataChannelAnswer(sdp: try response.requireAnswer().sdp)
+        guard answer.candidates.count <= DataChannelProtocol.answerCandidateLimit else {
+            throw SnowflakeError(code: .brokerMessageMalformed, kind: .protocolViolation,
+                                 message: "the proxy's answer has \(answer.candidates.count) ICE candidates, more than \(DataChannelProtocol.answerCandidateLimit)")
+        }
         guard answer.setup != "passive" else {
             throw SnowflakeError(code: .unsupported, kind: .protocolViolation, message: "the proxy wants to be the DTLS server")
         }
@@ -230,7 +253,7 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
             let deadline = ContinuousClock.now + openTimeout
             while !core.state.withLock({ $0.associationUp || $0.closed }) {
                 guard ContinuousClock.now < deadline else {
-                    throw SnowflakeError(code: .timeout, kind: .network, message: "the SCTP association did not come up in time")
+                    throw SnowflakeError(code: .timeout, kind: .network, message: "the snowflake proxy did not bring the SCTP association up in time")
                 }
                 try await Task.sleep(for: .milliseconds(10))
             }
@@ -244,7 +267,7 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
                                 ppid: DataChannelProtocol.ppidControl)
             while !core.state.withLock({ $0.acknowledged || $0.closed }) {
                 guard ContinuousClock.now < deadline else {
-                    throw SnowflakeError(code: .timeout, kind: .network, message: "the data channel did not open in time")
+                    throw SnowflakeError(code: .timeout, kind: .network, message: "the snowflake proxy did not open the data channel in time")
                 }
                 try await Task.sleep(for: .milliseconds(10))
             }

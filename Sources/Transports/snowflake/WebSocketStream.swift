@@ -5,6 +5,12 @@ import Synchronization
 // server (and as tests use it to reach the server without WebRTC): one binary message per write,
 // masked (client side); incoming binary/text messages are concatenated into the byte stream, pings
 // answered with pongs, a close frame ends the stream. Fragmented messages are accepted.
+//
+// Hostile input: a frame is at most maxFrameLength bytes (a 64-bit length with the top bit set, or
+// any length past the cap, is a typed error before any index or sum: such a length used to trap in
+// `index + length`); frames are delivered as they arrive, so no message is reassembled; the
+// handshake answer is at most handshakeLimit bytes and must be complete by handshakeDeadline
+// (checked after every read), so a server that drips it cannot hold the dial.
 
 public final class WebSocketByteStream: SnowflakeByteStream {
     private let transport: any SnowflakeByteStream
@@ -14,6 +20,13 @@ public final class WebSocketByteStream: SnowflakeByteStream {
         var buffer: [UInt8] = []
         var closed = false
     }
+
+    /// Largest frame accepted (the snowflake server sends KCP packets of at most 1400 bytes).
+    public static let maxFrameLength = 1 << 20
+    /// Largest handshake answer.
+    static let handshakeLimit = 16 * 1024
+    /// The whole opening handshake, request to 101 answer.
+    public static let handshakeDeadline: Duration = .seconds(20)
 
     private init(transport: any SnowflakeByteStream, leftover: [UInt8]) {
         self.transport = transport
@@ -39,6 +52,7 @@ public final class WebSocketByteStream: SnowflakeByteStream {
         let request = "GET \(path) HTTP/1.1\r\nHost: \(hostHeader)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: \(keyText)\r\nSec-WebSocket-Version: 13\r\n\r\n"
         do throws(SnowflakeError) {
+            let deadline = ContinuousClock.now + Self.handshakeDeadline
             try await transport.write(Array(request.utf8))
             var buffer: [UInt8] = []
             var headEnd: Int?
@@ -51,8 +65,11 @@ public final class WebSocketByteStream: SnowflakeByteStream {
                 headEnd = buffer.indices.dropLast(3).first {
                     buffer[$0] == 13 && buffer[$0 + 1] == 10 && buffer[$0 + 2] == 13 && buffer[$0 + 3] == 10
                 }
-                guard buffer.count < 16384 || headEnd != nil else {
-                    throw SnowflakeError(code: .brokerHTTP, kind: .protocolViolation, message: "WebSocket handshake response too large")
+                guard buffer.count < Self.handshakeLimit || headEnd != nil else {
+                    throw SnowflakeError(code: .brokerHTTP, kind: .protocolViolation, message: "the WebSocket server's handshake response is too large")
+                }
+                guard headEnd != nil || ContinuousClock.now < deadline else {
+                    throw SnowflakeError(code: .timeout, kind: .network, message: "the WebSocket server did not finish its handshake in time")
                 }
             }
             let head = String(decoding: buffer[..<headEnd!], as: UTF8.self).components(separatedBy: "\r\n")
@@ -98,8 +115,8 @@ public final class WebSocketByteStream: SnowflakeByteStream {
     public func read(maxLength: Int) async throws(SnowflakeError) -> [UInt8] {
         while true {
             // Parse as many frames as the buffer holds; return the first data.
-            let (data, control, closed) = state.withLock { s -> ([UInt8], [UInt8]?, Bool) in
-                Self.parse(&s)
+            let (data, control, closed) = try state.withLock { s throws(SnowflakeError) -> ([UInt8], [UInt8]?, Bool) in
+                try Self.parse(&s)
             }
             if let control { try await transport.write(control) }
             if !data.isEmpty { return data }
@@ -115,7 +132,7 @@ public final class WebSocketByteStream: SnowflakeByteStream {
     }
 
     /// One frame from the buffer: data payload, a reply to send (pong / close), or closed.
-    private static func parse(_ s: inout ReadState) -> ([UInt8], [UInt8]?, Bool) {
+    private static func parse(_ s: inout ReadState) throws(SnowflakeError) -> ([UInt8], [UInt8]?, Bool) {
         if s.closed { return ([], nil, true) }
         let b = s.buffer
         guard b.count >= 2 else { return ([], nil, false) }
@@ -129,9 +146,13 @@ public final class WebSocketByteStream: SnowflakeByteStream {
             index = 4
         } else if length == 127 {
             guard b.count >= 10 else { return ([], nil, false) }
-            length = (2..<10).reduce(0) { $0 << 8 | Int(b[$1]) }
+            // The top bit must be 0 (RFC 6455 5.2); the cap below also keeps the sums in range.
+            let wide = (2..<10).reduce(UInt64(0)) { $0 << 8 | UInt64(b[$1]) }
+            guard wide <= UInt64(maxFrameLength) else { throw frameTooLarge() }
+            length = Int(wide)
             index = 10
         }
+        guard length <= maxFrameLength else { throw frameTooLarge() }
         var mask: [UInt8] = []
         if masked {
             guard b.count >= index + 4 else { return ([], nil, false) }
@@ -153,6 +174,11 @@ public final class WebSocketByteStream: SnowflakeByteStream {
         default:
             return ([], nil, false)  // pong or reserved: ignored
         }
+    }
+
+    private static func frameTooLarge() -> SnowflakeError {
+        SnowflakeError(code: .webSocketFrameTooLarge, kind: .protocolViolation,
+                       message: "the WebSocket server sent a frame longer than \(maxFrameLength) bytes")
     }
 
     public func close() {
