@@ -2,6 +2,7 @@ import BridgeConfig
 import Foundation
 import Synchronization
 import TransportBase
+import WebtunnelTransport
 
 extension Command {
     static let bridgesTest = Command(
@@ -13,7 +14,9 @@ extension Command {
         the built-in bridges instead. Checks run in parallel (--parallel). For each bridge: TCP
         reachability and connect latency; the transport's handshake (obfs4: our client completes
         the handshake, so the bridge is alive and its cert right; snowflake: the broker answers and
-        a data channel to a proxy opens; vanilla: TCP only); with --bootstrap, a real tor bootstrap
+        a data channel to a proxy opens; webtunnel: the url host is resolved and connected (the
+        line's address is a placeholder and never dialled), then TLS, the upgrade request and the
+        101 answer, each reported; vanilla: TCP only); with --bootstrap, a real tor bootstrap
         through that bridge alone in a child 'postern run'. Dead bridges are flagged with the reason
         (refused, timeout, handshake failed). Addresses stay scrubbed unless --unsafe-logging; bridges
         are named by their store ID. Exit status 1 when a tested bridge is dead.
@@ -47,6 +50,10 @@ struct BridgeHealth: Codable, Sendable {
     /// Scrubbed unless --unsafe-logging.
     var bridge: String
     var tcp: Step
+    /// webtunnel only: the TLS handshake with the web server (certificate and servername checked).
+    var tls: Step?
+    /// webtunnel only: the upgrade request on the secret path and the server's answer.
+    var upgrade: Step?
     var handshake: Step
     var bootstrap: Step?
     var alive: Bool
@@ -213,6 +220,10 @@ struct BridgeHealthCheck {
         var health = BridgeHealth(id: candidate.id, transport: line.transport.rawValue, bridge: line.description(policy: policy),
                                   tcp: .init(result: "skipped", detail: ""), handshake: .init(result: "skipped", detail: ""),
                                   alive: true)
+        if line.transport.rawValue == "webtunnel",
+           let transport = registry.transport(named: WebtunnelTransport.transportName) as? WebtunnelTransport {
+            return await checkWebtunnel(line, transport: transport, health: health, timeout: timeout)
+        }
         let endpoint = try? TransportEndpoint(parsing: line.address.description)
         let isSnowflake = line.transport.rawValue == "snowflake"
         if isSnowflake {
@@ -268,6 +279,68 @@ struct BridgeHealthCheck {
             health.handshake = .init(result: "failed", milliseconds: Self.milliseconds(since: started), detail: Self.describe(error))
             health.alive = false
             health.reason = Self.handshakeReason(error, transport: line.transport.rawValue)
+        }
+        return health
+    }
+
+    /// webtunnel: the line's address is synthetic and never dialled. TCP to the url host (resolved
+    /// by the system resolver, as every use of the bridge does), TLS, the upgrade request, the 101.
+    static func checkWebtunnel(_ line: BridgeLine, transport: WebtunnelTransport, health initial: BridgeHealth,
+                               timeout: Duration) async -> BridgeHealth {
+        var health = initial
+        let pairs = line.arguments.map { TransportArguments.Pair(key: $0.key, value: $0.value) }
+        let options: WebtunnelOptions
+        do {
+            options = try transport.configuration(from: TransportArguments(pairs))
+        } catch {
+            health.handshake = .init(result: "failed", detail: error.message)
+            health.alive = false
+            health.reason = "its arguments are invalid: \(error.message)"
+            return health
+        }
+        let https = options.scheme == .https
+        /// When each stage was reached, in milliseconds since the start.
+        let reached = Mutex<[WebtunnelTransport.Stage: Double]>([:])
+        let started = ContinuousClock.now
+        var failure: (any Error)?
+        do {
+            let connection = try await bounded(timeout * 3) {
+                try await transport.probe(options, context: DialContext()) { stage in
+                    let at = milliseconds(since: started)
+                    reached.withLock { $0[stage] = at }
+                }
+            }
+            connection.close()
+        } catch {
+            failure = error
+        }
+        let times = reached.withLock { $0 }
+        let failedAt = milliseconds(since: started)
+        let detail = failure.map(describe) ?? ""
+        func step(_ stage: WebtunnelTransport.Stage, since previous: WebtunnelTransport.Stage?, ok: String) -> BridgeHealth.Step {
+            if let at = times[stage] {
+                return .init(result: "ok", milliseconds: at - (previous.flatMap { times[$0] } ?? 0), detail: ok)
+            }
+            let previousReached = previous.map { times[$0] != nil } ?? true
+            guard previousReached, failure != nil else { return .init(result: "skipped", detail: "an earlier step failed") }
+            return .init(result: "failed", milliseconds: failedAt - (previous.flatMap { times[$0] } ?? 0), detail: detail)
+        }
+        health.tcp = step(.tcp, since: nil, ok: "url host resolved by the system resolver and connected")
+        health.tls = https ? step(.tls, since: .tcp, ok: "certificate verified for the server name")
+                           : .init(result: "skipped", detail: "http url: no TLS")
+        let sent: WebtunnelTransport.Stage = https ? .tls : .tcp
+        let answered = step(.switched, since: sent, ok: "101 Switching Protocols, Upgrade: websocket, Connection: upgrade")
+        health.upgrade = answered
+        health.handshake = answered
+        if let failure {
+            health.alive = false
+            if times[.tcp] == nil {
+                health.reason = times[.resolve] == nil ? "the url host did not resolve: \(describe(failure))" : tcpReason(failure)
+            } else if https && times[.tls] == nil {
+                health.reason = "TLS failed: \(describe(failure))"
+            } else {
+                health.reason = "upgrade refused: \(describe(failure))"
+            }
         }
         return health
     }
