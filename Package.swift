@@ -113,6 +113,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("GeoRelayCSVFuzzer", ["PosternCore"]),
     ("WebSocketFrameFuzzer", ["PosternCore"]),
     ("NostrMessageFuzzer", ["PosternCore"]),
+    ("WebtunnelUpgradeFuzzer", ["WebtunnelTransport", "TransportBase"]),
 ]
 package.targets += [
     .target(name: "FuzzerEntry", path: "Fuzz/Entry"),
