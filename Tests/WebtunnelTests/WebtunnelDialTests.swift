@@ -97,6 +97,40 @@ struct WebtunnelDialTests {
         #expect(ContinuousClock.now - started < .seconds(10))
     }
 
+    /// TOR_PT_PROXY: the connection to the url host's address goes through the upstream SOCKS5
+    /// proxy (Debian's microsocks, with credentials). Wrong credentials make the dial fail, which a
+    /// dial that went around the proxy would not.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/microsocks"), "needs Debian's microsocks"))
+    func dialsThroughTheUpstreamProxy() async throws {
+        let answer = Array("HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n".utf8)
+        let peer = try Peer(answer: answer, thenEcho: true)
+        let probe = try LoopbackListener()
+        let proxyPort = probe.port
+        probe.close()
+        let microsocks = Process()
+        microsocks.executableURL = URL(fileURLWithPath: "/usr/bin/microsocks")
+        microsocks.arguments = ["-i", "127.0.0.1", "-p", String(proxyPort), "-u", "tor", "-P", "s3cret"]
+        microsocks.standardOutput = FileHandle.nullDevice
+        microsocks.standardError = FileHandle.nullDevice
+        try microsocks.run()
+        // microsocks may inherit a blocked SIGTERM from the test runner's thread: stop it by PID with SIGKILL.
+        defer { kill(microsocks.processIdentifier, SIGKILL); microsocks.waitUntilExit() }
+        try await Task.sleep(for: .milliseconds(200))
+
+        let wrong = DialContext(dialer: .through(try UpstreamProxy(parsing: "socks5://tor:wrong@127.0.0.1:\(proxyPort)")))
+        await #expect {
+            _ = try await transport(to: peer).dial(synthetic, configuration: options, context: wrong)
+        } throws: { ($0 as? TransportError)?.message.contains("upstream proxy") == true }
+        #expect(peer.accepted.withLock { $0 } == 0, "nothing reached the server around the proxy")
+
+        let right = DialContext(dialer: .through(try UpstreamProxy(parsing: "socks5://tor:s3cret@127.0.0.1:\(proxyPort)")))
+        let connection = try await transport(to: peer).dial(synthetic, configuration: options, context: right)
+        defer { connection.close() }
+        try await connection.write(Array("through the proxy".utf8))
+        #expect(try await connection.read(maximumCount: 100) == Array("through the proxy".utf8))
+        #expect(peer.accepted.withLock { $0 } == 1)
+    }
+
     /// The real resolver with a loopback url host: refused before any connection, and the
     /// bridge line's own address (here a listener that counts connections) is never dialled.
     @Test func neitherLoopbackNorTheBridgeAddressIsDialled() async throws {
