@@ -70,6 +70,9 @@ public struct WebtunnelTransport: PluggableTransport {
         }
     }
 
+    /// At most this many of the url host's addresses are tried, in the resolver's order.
+    public static let maximumAddressesTried = 8
+
     /// The steps a health check reports, each with its own outcome.
     public enum Stage: String, Sendable {
         case resolve, tcp, tls, upgrade, switched = "101"
@@ -87,7 +90,9 @@ public struct WebtunnelTransport: PluggableTransport {
         stageReached(.resolve)
         var socket: TCPSocket?
         var lastError: (any Error)?
-        for address in addresses {
+        // Each attempt has its own connect deadline; the cap bounds the whole (a name may resolve
+        // to many addresses).
+        for address in addresses.prefix(Self.maximumAddressesTried) {
             do {
                 socket = try await context.dialer.connect(to: address, timeout: connectTimeout)
                 break
@@ -99,7 +104,7 @@ public struct WebtunnelTransport: PluggableTransport {
         guard let socket else {
             let reason = (lastError as? TransportError)?.message ?? "no address answered"
             throw TransportError(code: .webtunnelConnectFailed, kind: .network,
-                                 message: "no address of the url host accepted a connection (\(addresses.count) tried; last: \(reason))")
+                                 message: "no address of the url host accepted a connection (\(min(addresses.count, Self.maximumAddressesTried)) tried; last: \(reason))")
         }
         stageReached(.tcp)
         let timeout = handshakeTimeout
