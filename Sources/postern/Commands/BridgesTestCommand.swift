@@ -164,11 +164,13 @@ struct BridgeHealthCheck {
                 default: return "FAILED"
                 }
             }
-            var header = ["ID", "TRANSPORT", "TCP", "HANDSHAKE"]
+            // webtunnel's TLS step gets a column of its own; its HANDSHAKE is the upgrade and the 101.
+            let showsTLS = results.contains { $0.tls != nil }
+            var header = ["ID", "TRANSPORT", "TCP"] + (showsTLS ? ["TLS"] : []) + ["HANDSHAKE"]
             if bootstrap { header.append("BOOTSTRAP") }
             header += ["STATUS", "BRIDGE"]
             let rows = results.map { health -> [String] in
-                var row = [health.id, health.transport, cell(health.tcp), cell(health.handshake)]
+                var row = [health.id, health.transport, cell(health.tcp)] + (showsTLS ? [cell(health.tls)] : []) + [cell(health.handshake)]
                 if bootstrap { row.append(cell(health.bootstrap)) }
                 row += [health.alive ? "alive" : "DEAD: \(health.reason ?? "?")", health.bridge]
                 return row
