@@ -52,6 +52,8 @@ let package = Package(
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
         .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp"], path: "Sources/Transports/snowflake",
                 swiftSettings: [.unsafeFlags(niceIncludeFlags)]),
+        // The webtunnel client: TLS (COpenSSL) and an HTTP/1.1 upgrade, then tor's bytes unframed.
+        .target(name: "WebtunnelTransport", dependencies: ["TransportBase", "COpenSSL"], path: "Sources/Transports/webtunnel"),
         // libnice (Debian libnice-dev) for snowflake's ICE. Include paths come from niceIncludeFlags
         // rather than pkgConfig, whose -pthread makes SwiftPM warn on every build.
         .systemLibrary(name: "CNice", path: "Sources/CNice"),
@@ -65,7 +67,7 @@ let package = Package(
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
         .executableTarget(name: "postern",
-                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "CQREncode",
+                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "CQREncode",
                                          "TrialAnalysis"],
                           path: "Sources/postern"),
 
@@ -80,6 +82,7 @@ let package = Package(
         .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Sources/TransportTestSupport"),
         .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport"],
                     path: "Tests/TransportTests"),
+        .testTarget(name: "WebtunnelTests", dependencies: ["WebtunnelTransport", "TransportBase"], path: "Tests/WebtunnelTests"),
         .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport", "TransportBase"], path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
         .testTarget(name: "CoreTests", dependencies: ["PosternCore", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
@@ -116,6 +119,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("GeoRelayCSVFuzzer", ["PosternCore"]),
     ("WebSocketFrameFuzzer", ["PosternCore"]),
     ("NostrMessageFuzzer", ["PosternCore"]),
+    ("WebtunnelUpgradeFuzzer", ["WebtunnelTransport", "TransportBase"]),
 ]
 package.targets += [
     .target(name: "FuzzerEntry", path: "Fuzz/Entry"),

@@ -8,7 +8,8 @@ scripts/keep-files.py even when the tests deleted them).
 
 Secrets are taken from the bridge lines in the test bed's env file (TB_BRIDGE_VANILLA, TB_BRIDGE_OBFS4,
 TB_BRIDGE_SNOWFLAKE) with the rules of TestBed.bridgeSecrets: every host:port and its host, every
-40-hex fingerprint, every argument value longer than 20 characters (certs). Files that hold bridges by
+40-hex fingerprint, every argument value longer than 20 characters (certs), and a webtunnel url's path
+(TB_BRIDGE_WEBTUNNEL; the path is the bridge's secret, its host an ordinary web site). Files that hold bridges by
 design are skipped, each rule with its reason (SKIPPED below); everything else must be clean. Leaks
 are reported by file and kind, never by printing the secret.
 """
@@ -50,6 +51,11 @@ def secrets_of(line):
         key, equals, value = word.partition("=")
         if equals and len(value) > 20 and key in ("cert", "fingerprint"):
             found.append((value, key))
+        # A webtunnel url's path is the bridge's secret (the host is an ordinary web site).
+        if equals and key == "url" and line.startswith("webtunnel ") and "://" in value:
+            path = value.split("://", 1)[1].partition("/")[2].split("?")[0].split("#")[0]
+            if path:
+                found.append((path, "webtunnel path"))
     return found
 
 
@@ -151,11 +157,15 @@ def self_test():
             f.write(f"TB_BRIDGE_OBFS4=obfs4\\ 127.0.3.2:5002\\ {'CD' * 20}\\ cert={cert}\\ iat-mode=0\n")
             f.write(f"TB_BRIDGE_SNOWFLAKE_AMP=snowflake\\ 127.0.5.3:8080\\ {'EF' * 20}\\ fingerprint={'EF' * 20}\\ "
                     "url=https://broker.test/\\ ampcache=https://amp.test/\\ fronts=127.0.5.4\\ ice=stun:127.0.5.2:3478\n")
+            f.write(f"TB_BRIDGE_WEBTUNNEL=webtunnel\\ \\[2001:db8:5e1c::1\\]:443\\ {'AB' * 20}\\ "
+                    "url=https://webtunnel.test/wt-0123456789abcdef\\ ver=0.0.1\n")
         secrets = load_secrets(env)
         if any(s.startswith(("ampcache=", "url=", "fronts=", "ice=")) for s, _, _ in secrets):
             failures.append(f"rendezvous arguments taken for bridge secrets: {[s for s, _, _ in secrets if '=' in s]}")
+        if "webtunnel.test" in {s for s, _, _ in secrets}:
+            failures.append("a webtunnel url's host (an ordinary web site) taken for a secret")
         kinds = sorted({kind for _, kind, _ in secrets})
-        if kinds != ["address", "cert", "fingerprint", "host"]:
+        if kinds != ["address", "cert", "fingerprint", "host", "webtunnel path"]:
             failures.append(f"secret kinds {kinds}")
         run = os.path.join(scratch, "run")
         tor = os.path.join(run, "tmp/postern-x/state/tor")
@@ -190,6 +200,7 @@ def self_test():
             ("tmp/stock-tor-without-a-lock/notice.log", "127.0.3.2:5002", "address"),
             ("tmp/postern-x/bridges.json.bak", f"{'CD' * 20}", "fingerprint"),
             ("kept/work/.dat.nosync02.def", f"cert={cert}", "cert"),
+            ("logs/webtunnel.log", "GET /wt-0123456789abcdef HTTP/1.1", "webtunnel path"),
         ]:
             write(relative, text)
             leaks, _, _ = scan([run], secrets)
@@ -198,7 +209,7 @@ def self_test():
             write(relative, "clean\n")
     for failure in failures:
         print(f"check-leaks self-test: FAIL {failure}")
-    print(f"check-leaks self-test: {'FAIL' if failures else 'PASS'} (7 planted leaks, 1 clean tree)")
+    print(f"check-leaks self-test: {'FAIL' if failures else 'PASS'} (8 planted leaks, 1 clean tree)")
     return 1 if failures else 0
 
 

@@ -147,3 +147,9 @@ seed("NostrMessageFuzzer", "notice", bytes([0]) + b'["NOTICE","rate limited"]')
 seed("NostrMessageFuzzer", "closed", bytes([0]) + b'["CLOSED","sub1","auth-required: log in"]')
 seed("NostrMessageFuzzer", "event", bytes([0]) + b'["EVENT","sub1",{"id":"' + b"00" * 32 + b'","pubkey":"' + b"11" * 32 + b'","created_at":1700000000,"kind":1,"tags":[["t","x"]],"content":"hi","sig":"' + b"22" * 64 + b'"}]')
 seed("NostrMessageFuzzer", "signed", bytes([1, 0, 1, 0x65, 0x53, 0xf1, 0x00, 1, 2, 1]) + b"t" + bytes([1]) + b"x" + bytes([4]) + b"sub1" + "line\nquote\" back\\slash tab\t é / 🙂".encode())
+
+# webtunnel's upgrade answer (WebtunnelWireTests): the reference server's, nginx's, refusals.
+seed("WebtunnelUpgradeFuzzer", "reference", "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n")
+seed("WebtunnelUpgradeFuzzer", "nginx", "HTTP/1.1 101 Switching Protocols\r\nServer: nginx/1.22.1\r\nDate: Tue, 01 Dec 2026 08:21:18 GMT\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n\x16\x03\x03")
+seed("WebtunnelUpgradeFuzzer", "cover-page", "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 12\r\n\r\n<p>hello</p>")
+seed("WebtunnelUpgradeFuzzer", "bare-lf", "HTTP/1.0 101 Switching Protocols\nupgrade: WebSocket\nconnection: Upgrade\n\n")

@@ -20,6 +20,8 @@ PACKAGES=(
   tor obfs4proxy nftables iproute2 curl python3 python3-pip procps psmisc
   # test bed: snowflake stack (proxies, STUN, reference client; Go sources for our broker/server)
   snowflake-proxy snowflake-client coturn golang-go golang-snowflake-dev openssl
+  # test bed: webtunnel (the web server in front of our webtunnel server stand-in)
+  nginx
   # app layer leak proof: packet capture inside the namespace
   tshark
 )
@@ -36,7 +38,11 @@ fi
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet tor 2>/dev/null; then
   systemctl stop tor || true
 fi
-# Likewise coturn: the test bed runs its own STUN-only turnserver in the namespace.
+# Likewise coturn and nginx: the test bed runs its own STUN-only turnserver and web server in the
+# namespace.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet nginx 2>/dev/null; then
+  systemctl stop nginx || true
+fi
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet coturn 2>/dev/null; then
   systemctl stop coturn || true
 fi

@@ -1,4 +1,4 @@
-// OpenSSL 3 (Debian libssl-dev) for the snowflake transport's DTLS. Macros and variadic calls
+// OpenSSL 3 (Debian libssl-dev) for the snowflake transport's DTLS and HTTPS, and webtunnel's TLS. Macros and variadic calls
 // cannot be used from Swift; the static inline helpers below wrap them.
 #ifndef POSTERN_COPENSSL_H
 #define POSTERN_COPENSSL_H
@@ -118,6 +118,23 @@ static inline SSL_CTX *postern_tls_client_context(const char *ca_file) {
         SSL_CTX_free(context);
         return NULL;
     }
+    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, NULL);
+    return context;
+}
+
+/// The same context without ALPN: webtunnel's reference client (Go crypto/tls with only a server
+/// name set) offers no ALPN, and neither do we.
+static inline SSL_CTX *postern_tls_client_context_without_alpn(const char *ca_file) {
+    SSL_CTX *context = SSL_CTX_new(TLS_client_method());
+    if (context == NULL) return NULL;
+    if (SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) != 1
+        || SSL_CTX_set_default_verify_paths(context) != 1
+        || (ca_file != NULL && SSL_CTX_load_verify_locations(context, ca_file, NULL) != 1)) {
+        SSL_CTX_free(context);
+        return NULL;
+    }
+    // With renegotiation a write could need a read first; the stream keeps them independent.
+    SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION);
     SSL_CTX_set_verify(context, SSL_VERIFY_PEER, NULL);
     return context;
 }

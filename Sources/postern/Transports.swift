@@ -4,9 +4,10 @@ import Obfs4Transport
 import SnowflakeTransport
 import Synchronization
 import TransportBase
+import WebtunnelTransport
 
 /// The transports this executable offers, assembled explicitly (no transport knows another): its
-/// own obfs4 and snowflake, and the user's external plugins (`postern transport plugin`).
+/// own obfs4, snowflake and webtunnel, and the user's external plugins (`postern transport plugin`).
 ///
 /// A plugin serves its names unless one is a name Postern implements itself and the plugin was not
 /// added with --replace-builtin: then Postern's own transport keeps the name, and the plugin is
@@ -14,10 +15,10 @@ import TransportBase
 /// marked as replacing).
 enum Transports {
     /// The names Postern implements itself.
-    static let builtinNames: [String] = ["obfs4", "snowflake"]
+    static let builtinNames: [String] = ["obfs4", "snowflake", "webtunnel"]
 
     static func registry(plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
-        try assemble(own: [Obfs4Transport(), SnowflakeTransport()], plugins: plugins, stateLocation: stateLocation,
+        try assemble(own: [Obfs4Transport(), SnowflakeTransport(), WebtunnelTransport()], plugins: plugins, stateLocation: stateLocation,
                      dialTimeout: .seconds(60))
     }
 
@@ -25,7 +26,9 @@ enum Transports {
     /// that must flag a silent bridge quickly (`postern bridges test`).
     static func registry(handshakeTimeout: Duration, plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
         try assemble(own: [Obfs4Transport(connectTimeout: handshakeTimeout, handshakeTimeout: handshakeTimeout, retryForOldBridges: true),
-                           SnowflakeTransport(proxyPatience: handshakeTimeout * 2, waitsForDataChannel: true)],
+                           SnowflakeTransport(proxyPatience: handshakeTimeout * 2, waitsForDataChannel: true),
+                           WebtunnelTransport(connectTimeout: handshakeTimeout, resolveTimeout: handshakeTimeout,
+                                              handshakeTimeout: handshakeTimeout)],
                      plugins: plugins, stateLocation: stateLocation, dialTimeout: handshakeTimeout * 2)
     }
 

@@ -36,6 +36,26 @@ import Testing
         #expect(result.stderr.contains("postern"))
     }
 
+    /// Built-in bridges of a transport this build lacks (meek_lite) get one note at the start,
+    /// not a row per bridge; nothing is dialled.
+    @Test func builtinBridgesOfAMissingTransportGetOneNote() throws {
+        let result = try postern(["bridges", "test", "--builtin", "--transport", "meek_lite"])
+        #expect(result.status == 1, "\(result.stderr)")
+        let notes = result.stderr.split(separator: "\n").filter { $0.hasPrefix("note: ") }
+        #expect(notes == ["note: 1 built-in meek_lite bridge not tested: this build has no meek_lite client"], "\(result.stderr)")
+        #expect(result.stderr.contains("no bridges to test"))
+        #expect(result.stdout.isEmpty)
+    }
+
+    /// webtunnel is a transport of this build now: `ab` takes it as a route name (its usage
+    /// error is about the missing bridges, not an unavailable transport).
+    @Test func webtunnelIsAvailable() throws {
+        let result = try postern(["ab", "webtunnel", "--trials", "1"])
+        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.stderr.contains("there are no webtunnel bridges to try"), "\(result.stderr)")
+        #expect(!result.stderr.contains("not available in this build"), "\(result.stderr)")
+    }
+
     @Test func emptyHistorySaysSo() throws {
         let text = try postern(["ab", "history"])
         #expect(text.status == 0 && text.stdout.contains("no A/B runs yet"))

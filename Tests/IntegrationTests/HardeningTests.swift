@@ -15,6 +15,8 @@ enum LeakRouteDestination: String, Sendable {
     case obfs4Bridge
     /// The broker, the STUN server and the snowflake proxies (UDP to the proxies' sockets).
     case snowflake
+    /// HTTPS to the web server in front of the webtunnel server (the url host's address).
+    case webtunnel
 }
 
 /// One censor scenario with the route that should work there.
@@ -33,6 +35,8 @@ struct LeakCase: Sendable, CustomTestStringConvertible {
     /// The route that must work here, and so must carry packets.
     let working: LeakRouteDestination
     let socksPort: UInt16
+    /// Test-bed env key of a CA file the run must trust (through SSL_CERT_FILE).
+    var trustedCAKey: String?
 
     var testDescription: String { "\(transport) under \(censor)" }
 
@@ -42,6 +46,10 @@ struct LeakCase: Sendable, CustomTestStringConvertible {
                  socksPort: 39141),
         LeakCase(censor: "block-tor-and-bridges", transport: "snowflake", bridges: ["TB_BRIDGE_SNOWFLAKE"], allowed: [.snowflake],
                  working: .snowflake, socksPort: 39142),
+        // webtunnel resolves its url host locally (docs/SECURITY.md); in the test bed that is the
+        // namespace's hosts file, so no DNS packet is expected here either.
+        LeakCase(censor: "https-only", transport: "webtunnel", bridges: ["TB_BRIDGE_WEBTUNNEL"], allowed: [.webtunnel],
+                 working: .webtunnel, socksPort: 39864, trustedCAKey: "TB_WEBTUNNEL_CA"),
         // Connection assist (direct, then the built-in obfs4, then the built-in snowflake bridge):
         // every route it tries is allowed; the one that works here must carry packets.
         LeakCase(censor: "none", transport: "auto", builtins: autoBuiltins, routeTimeouts: autoLimits,
@@ -74,6 +82,9 @@ extension TestBedSuite {
         let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
         if leakCase.allowed.contains(.snowflake) {
             try #require(bed["TB_SNOWFLAKE"] == "1", "the test bed's snowflake stack is not up")
+        }
+        if leakCase.allowed.contains(.webtunnel) {
+            try #require(bed["TB_WEBTUNNEL"] == "1", "the test bed's webtunnel stack is not up")
         }
         let holders = ProcView.processes().filter { $0.gid == clientGroup }
         try #require(holders.isEmpty, "group \(clientGroup) is in use by \(holders.map(\.name)); the capture could not tell the client apart")
@@ -108,7 +119,8 @@ extension TestBedSuite {
             arguments += ["--builtin-bridges", builtins.path]
         }
         for limit in leakCase.routeTimeouts { arguments += ["--route-timeout", limit] }
-        let run = try RunningPostern(arguments, group: clientGroup)
+        let run = try RunningPostern(arguments, group: clientGroup,
+                                     environment: leakCase.trustedCAKey.map { ["SSL_CERT_FILE": bed[$0]] } ?? [:])
         defer { run.terminate() }
         let pid = run.processIdentifier
         let sampler = RunSocketSampler(client: pid, bed: bed, sampleProxies: leakCase.allowed.contains(.snowflake))
@@ -219,6 +231,9 @@ struct RouteAllowList {
             case .obfs4Bridge:
                 tcp["obfs4 bridge"] = ["\(bed["TB_OBFS4_ADDR"]):\(bed["TB_OBFS4_PORT"])"]
                 names.append("obfs4 bridge")
+            case .webtunnel:
+                tcp["webtunnel web server"] = ["\(bed["TB_WEBTUNNEL_WEB_ADDR"]):443"]
+                names.append("webtunnel web server")
             case .snowflake:
                 let broker = try #require(URL(string: bed["TB_SNOWFLAKE_BROKER_URL"]))
                 tcp["snowflake broker"] = ["\(broker.host ?? ""):\(broker.port ?? 80)"]

@@ -72,7 +72,10 @@ struct TestBed: Sendable {
         private let process: Process
         private let pid: Int32
 
-        init(bed: TestBed, transport: String, bridge: String, socksPort: UInt16, dataDirectory: URL) throws {
+        /// `environment`: entries added to the test process's environment for tor (and so for the
+        /// managed proxy it starts), e.g. SSL_CERT_FILE for the test bed's CA.
+        init(bed: TestBed, transport: String, bridge: String, socksPort: UInt16, dataDirectory: URL,
+             environment: [String: String] = [:]) throws {
             try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: dataDirectory.path)
             var torrc = try String(contentsOfFile: bed["TB_CLIENT_TORRC"], encoding: .utf8)
             torrc += """
@@ -92,6 +95,9 @@ struct TestBed: Sendable {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/tor")
             process.arguments = ["-f", torrcFile.path, "--quiet"]
+            if !environment.isEmpty {
+                process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+            }
             try process.run()
             self.process = process
             pid = process.processIdentifier

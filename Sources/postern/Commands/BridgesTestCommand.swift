@@ -2,6 +2,7 @@ import BridgeConfig
 import Foundation
 import Synchronization
 import TransportBase
+import WebtunnelTransport
 
 extension Command {
     static let bridgesTest = Command(
@@ -13,8 +14,11 @@ extension Command {
         the built-in bridges instead. Checks run in parallel (--parallel). For each bridge: TCP
         reachability and connect latency; the transport's handshake (obfs4: our client completes
         the handshake, so the bridge is alive and its cert right; snowflake: the broker answers and
-        a data channel to a proxy opens; a transport served by an external plugin ('postern transport
-        plugin'): a SOCKS dial through the plugin to the bridge succeeds; vanilla: TCP only); with --bootstrap, a real tor bootstrap
+        a data channel to a proxy opens; webtunnel: the url host is resolved and connected (the
+        line's address is a placeholder and never dialled), then TLS, the upgrade request and the
+        101 answer, each reported; a transport served by an external plugin ('postern transport
+        plugin'): a SOCKS dial through the plugin to the bridge succeeds; vanilla: TCP only); with
+        --bootstrap, a real tor bootstrap
         through that bridge alone in a child 'postern run'. Dead bridges are flagged with the reason
         (refused, timeout, handshake failed). Addresses stay scrubbed unless --unsafe-logging; bridges
         are named by their store ID. Exit status 1 when a tested bridge is dead.
@@ -49,6 +53,10 @@ struct BridgeHealth: Codable, Sendable {
     /// Scrubbed unless --unsafe-logging.
     var bridge: String
     var tcp: Step
+    /// webtunnel only: the TLS handshake with the web server (certificate and servername checked).
+    var tls: Step?
+    /// webtunnel only: the upgrade request on the secret path and the server's answer.
+    var upgrade: Step?
     var handshake: Step
     var bootstrap: Step?
     var alive: Bool
@@ -84,15 +92,27 @@ struct BridgeHealthCheck {
         }
         var candidates = try selectCandidates()
         if let transportFilter { candidates = candidates.filter { $0.line.transport == transportFilter } }
-        guard !candidates.isEmpty else {
-            throw CommandFailure("no bridges to test (add some with 'postern bridges add', or test the built-in ones with --builtin)")
-        }
-
         let storedPlugins: [TransportPlugin]
         do { storedPlugins = try invocation.bridgeStore().load().plugins } catch { throw CommandFailure(error.message) }
         let plugins = arguments.flag("via-plugins") ? storedPlugins.map { $0.replacingBuiltins() } : storedPlugins
         let registry = try Transports.registry(handshakeTimeout: timeout, plugins: plugins,
                                                stateLocation: invocation.paths.stateDirectory)
+        if arguments.flag("builtin") {
+            // Built-in bridges of a transport this build has no client for (meek_lite): one note
+            // per transport at the start, not a skipped row per bridge.
+            let lacking = Dictionary(grouping: candidates.filter { candidate in
+                !candidate.line.transport.isVanilla
+                    && registry.transport(named: TransportBase.TransportName(candidate.line.transport.rawValue)!) == nil
+            }, by: { $0.line.transport.rawValue })
+            for (transport, skipped) in lacking.sorted(by: { $0.key < $1.key }) {
+                invocation.output.error("note: \(plural(skipped.count, "built-in \(transport) bridge")) not tested: this build has no \(transport) client")
+            }
+            candidates.removeAll { lacking[$0.line.transport.rawValue] != nil }
+        }
+        guard !candidates.isEmpty else {
+            throw CommandFailure("no bridges to test (add some with 'postern bridges add', or test the built-in ones with --builtin)")
+        }
+
         let bootstrap = arguments.flag("bootstrap")
         let torOptionsFile = arguments.value("tor-options-file")
         let unsafe = invocation.unsafeLogging
@@ -152,11 +172,13 @@ struct BridgeHealthCheck {
                 default: return "FAILED"
                 }
             }
-            var header = ["ID", "TRANSPORT", "TCP", "HANDSHAKE"]
+            // webtunnel's TLS step gets a column of its own; its HANDSHAKE is the upgrade and the 101.
+            let showsTLS = results.contains { $0.tls != nil }
+            var header = ["ID", "TRANSPORT", "TCP"] + (showsTLS ? ["TLS"] : []) + ["HANDSHAKE"]
             if bootstrap { header.append("BOOTSTRAP") }
             header += ["STATUS", "BRIDGE"]
             let rows = results.map { health -> [String] in
-                var row = [health.id, health.transport, cell(health.tcp), cell(health.handshake)]
+                var row = [health.id, health.transport, cell(health.tcp)] + (showsTLS ? [cell(health.tls)] : []) + [cell(health.handshake)]
                 if bootstrap { row.append(cell(health.bootstrap)) }
                 row += [health.alive ? "alive" : "DEAD: \(health.reason ?? "?")", health.bridge]
                 return row
@@ -220,6 +242,10 @@ struct BridgeHealthCheck {
         var health = BridgeHealth(id: candidate.id, transport: line.transport.rawValue, bridge: line.description(policy: policy),
                                   tcp: .init(result: "skipped", detail: ""), handshake: .init(result: "skipped", detail: ""),
                                   alive: true)
+        if line.transport.rawValue == "webtunnel",
+           let transport = registry.transport(named: WebtunnelTransport.transportName) as? WebtunnelTransport {
+            return await checkWebtunnel(line, transport: transport, health: health, timeout: timeout)
+        }
         let endpoint = try? TransportEndpoint(parsing: line.address.description)
         let isSnowflake = line.transport.rawValue == "snowflake"
         if isSnowflake {
@@ -280,6 +306,68 @@ struct BridgeHealthCheck {
             health.handshake = .init(result: "failed", milliseconds: Self.milliseconds(since: started), detail: Self.describe(error))
             health.alive = false
             health.reason = Self.handshakeReason(error, transport: line.transport.rawValue)
+        }
+        return health
+    }
+
+    /// webtunnel: the line's address is synthetic and never dialled. TCP to the url host (resolved
+    /// by the system resolver, as every use of the bridge does), TLS, the upgrade request, the 101.
+    static func checkWebtunnel(_ line: BridgeLine, transport: WebtunnelTransport, health initial: BridgeHealth,
+                               timeout: Duration) async -> BridgeHealth {
+        var health = initial
+        let pairs = line.arguments.map { TransportArguments.Pair(key: $0.key, value: $0.value) }
+        let options: WebtunnelOptions
+        do {
+            options = try transport.configuration(from: TransportArguments(pairs))
+        } catch {
+            health.handshake = .init(result: "failed", detail: error.message)
+            health.alive = false
+            health.reason = "its arguments are invalid: \(error.message)"
+            return health
+        }
+        let https = options.scheme == .https
+        /// When each stage was reached, in milliseconds since the start.
+        let reached = Mutex<[WebtunnelTransport.Stage: Double]>([:])
+        let started = ContinuousClock.now
+        var failure: (any Error)?
+        do {
+            let connection = try await bounded(timeout * 3) {
+                try await transport.probe(options, context: DialContext()) { stage in
+                    let at = milliseconds(since: started)
+                    reached.withLock { $0[stage] = at }
+                }
+            }
+            connection.close()
+        } catch {
+            failure = error
+        }
+        let times = reached.withLock { $0 }
+        let failedAt = milliseconds(since: started)
+        let detail = failure.map(describe) ?? ""
+        func step(_ stage: WebtunnelTransport.Stage, since previous: WebtunnelTransport.Stage?, ok: String) -> BridgeHealth.Step {
+            if let at = times[stage] {
+                return .init(result: "ok", milliseconds: at - (previous.flatMap { times[$0] } ?? 0), detail: ok)
+            }
+            let previousReached = previous.map { times[$0] != nil } ?? true
+            guard previousReached, failure != nil else { return .init(result: "skipped", detail: "an earlier step failed") }
+            return .init(result: "failed", milliseconds: failedAt - (previous.flatMap { times[$0] } ?? 0), detail: detail)
+        }
+        health.tcp = step(.tcp, since: nil, ok: "url host resolved by the system resolver and connected")
+        health.tls = https ? step(.tls, since: .tcp, ok: "certificate verified for the server name")
+                           : .init(result: "skipped", detail: "http url: no TLS")
+        let sent: WebtunnelTransport.Stage = https ? .tls : .tcp
+        let answered = step(.switched, since: sent, ok: "101 Switching Protocols, Upgrade: websocket, Connection: upgrade")
+        health.upgrade = answered
+        health.handshake = answered
+        if let failure {
+            health.alive = false
+            if times[.tcp] == nil {
+                health.reason = times[.resolve] == nil ? "the url host did not resolve: \(describe(failure))" : tcpReason(failure)
+            } else if https && times[.tls] == nil {
+                health.reason = "TLS failed: \(describe(failure))"
+            } else {
+                health.reason = "upgrade refused: \(describe(failure))"
+            }
         }
         return health
     }
