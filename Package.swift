@@ -13,7 +13,8 @@ let torPrefix = "\(packageDirectory)/.deps/tor"
 let glibConfigDirectory = ["x86_64-linux-gnu", "aarch64-linux-gnu"]
     .map { "/usr/lib/\($0)/glib-2.0/include" }
     .first { FileManager.default.fileExists(atPath: $0) } ?? "/usr/lib/glib-2.0/include"
-let niceIncludeFlags = ["/usr/include/nice", "/usr/include/glib-2.0", glibConfigDirectory].flatMap { ["-Xcc", "-I\($0)"] }
+let niceIncludeDirectories = ["/usr/include/nice", "/usr/include/glib-2.0", glibConfigDirectory]
+let niceIncludeFlags = niceIncludeDirectories.flatMap { ["-Xcc", "-I\($0)"] }
 
 let package = Package(
     name: "Postern",
@@ -48,8 +49,13 @@ let package = Package(
         .target(name: "Obfs4Transport", dependencies: ["TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
-        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp"], path: "Sources/Transports/snowflake",
+        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
+                path: "Sources/Transports/snowflake",
                 swiftSettings: [.unsafeFlags(niceIncludeFlags)]),
+        // libnice, GLib/GObject and usrsctp opened with dlopen on the first snowflake connection
+        // (CNice and CUsrsctp declare them but link nothing), so other routes never map them.
+        .target(name: "CSnowflakeLibraries", path: "Sources/CSnowflakeLibraries",
+                cSettings: [.unsafeFlags(niceIncludeDirectories.map { "-I\($0)" })]),
         // libnice (Debian libnice-dev) for snowflake's ICE. Include paths come from niceIncludeFlags
         // rather than pkgConfig, whose -pthread makes SwiftPM warn on every build.
         .systemLibrary(name: "CNice", path: "Sources/CNice"),
