@@ -37,8 +37,8 @@ let package = Package(
         .systemLibrary(name: "CQREncode", path: "Sources/CQREncode", pkgConfig: "libqrencode",
                        providers: [.apt(["libqrencode-dev"])]),
         // libcurl (Debian libcurl4-openssl-dev): HTTP(S) and the WebSocket byte stream through SOCKS5.
-        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
-                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        // dlopened on the first request (Sources/CCurl/loader.c), so runs without one never map it.
+        .target(name: "CCurl", path: "Sources/CCurl"),
         // libsecp256k1 (Debian libsecp256k1-dev): BIP-340 signatures and the NIP-44 ECDH.
         .systemLibrary(name: "CSecp256k1", path: "Sources/CSecp256k1", pkgConfig: "libsecp256k1",
                        providers: [.apt(["libsecp256k1-dev"])]),
