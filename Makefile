@@ -24,12 +24,12 @@ demo: deps
 	$(RELEASE_BUILD) --product postern
 	scripts/demo.sh
 
-# obfs4 client vs obfs4proxy's own client on the same path: throughput, CPU per 100 MB, handshake.
-# snowflake client vs Debian's snowflake-client on one test-bed stack: bootstrap, first byte,
-# throughput both ways (brings up and takes down its own test bed).
+# scripts/bench.sh, one run: obfs4 client vs obfs4proxy's own client (throughput, CPU per 100 MB
+# both ways, against the cipher alone too, handshake); in one test bed it brings up and takes down,
+# `postern run` RSS vs tor + obfs4proxy through the same obfs4 bridge, and our snowflake client vs
+# Debian's snowflake-client (bootstrap, channel, first byte, throughput); then the RESULT ratios.
 bench: deps
-	swift run -c release postern-bench obfs4
-	scripts/bench-snowflake.sh
+	scripts/bench.sh
 
 # libFuzzer over every decoder (one target each, see Fuzz/README.md): FUZZ_SECONDS each, then a
 # table of executions and coverage per target. A crash or a broken invariant fails the run.

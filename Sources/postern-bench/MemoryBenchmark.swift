@@ -176,6 +176,8 @@ func measureStockTor(environment: [String: String]) async throws -> (tor: Reside
     DataDirectory \(directory.path)
     SocksPort 127.0.0.1:\(socksPort)
     Log notice file \(directory.path)/tor.log
+    GeoIPFile ""
+    GeoIPv6File ""
     UseBridges 1
     Bridge \(bridge)
     ClientTransportPlugin obfs4 exec \(obfs4proxy)
