@@ -14,17 +14,19 @@ build=(swift build -c release --static-swift-stdlib)
 "${build[@]}" --product postern
 "${build[@]}" --product postern-bench
 bin=$(swift build -c release --show-bin-path)
+# stdbuf: line-buffered output, so progress shows through tee as it happens.
+bench=(stdbuf -oL "$bin/postern-bench")
 out=$(mktemp /tmp/postern-bench.XXXXXX)
 dir="$PWD/.testbed/bench"
 cleanup() { scripts/testbed down --dir "$dir" >/dev/null 2>&1 || true; rm -f "$out"; }
 trap cleanup EXIT
-"$bin/postern-bench" obfs4 | tee -a "$out"
+"${bench[@]}" obfs4 | tee -a "$out"
 echo
 scripts/testbed down --dir "$dir" >/dev/null 2>&1 || true
 scripts/testbed up --dir "$dir" --censor none
-scripts/testbed exec --dir "$dir" env POSTERN_BINARY="$bin/postern" "$bin/postern-bench" memory | tee -a "$out"
+scripts/testbed exec --dir "$dir" env POSTERN_BINARY="$bin/postern" "${bench[@]}" memory | tee -a "$out"
 echo
-scripts/testbed exec --dir "$dir" "$bin/postern-bench" snowflake "$@" | tee -a "$out"
+scripts/testbed exec --dir "$dir" "${bench[@]}" snowflake "$@" | tee -a "$out"
 echo
 echo "== summary (ratios against the peer in this run)"
 grep '^RESULT' "$out"

@@ -12,6 +12,7 @@
 // says how much of each figure is the executable's own file pages, shared libraries and anonymous
 // memory (heap, stacks), from /proc/PID/smaps.
 import Foundation
+import Synchronization
 import TransportBase
 
 struct MemoryBenchmarkError: Error, CustomStringConvertible { let description: String }
@@ -77,22 +78,40 @@ func childProcesses(of pid: Int32) -> [Int32] {
 }
 
 /// GET / from the test bed's web server through a SOCKS5 proxy; true when the marker came back.
+/// Each attempt has 20 s (a stream tor has no circuit for yet can wait without an answer), on a
+/// fresh circuit each time (new SOCKS credentials), four attempts.
 func fetchMarkerPage(socks: TransportEndpoint, environment: [String: String]) async throws -> Bool {
+    var lastError: Error?
+    for attempt in 1...4 {
+        do {
+            return try await fetchMarkerPageOnce(socks: socks, environment: environment, isolation: "memory-bench-\(attempt)")
+        } catch {
+            lastError = error
+        }
+    }
+    throw MemoryBenchmarkError(description: "no page through \(socks) in four attempts: \(lastError.map { "\($0)" } ?? "")")
+}
+
+func fetchMarkerPageOnce(socks: TransportEndpoint, environment: [String: String], isolation: String) async throws -> Bool {
     guard let url = environment["TB_HTTP_URL"], let marker = environment["TB_HTTP_MARKER"],
           let authority = url.split(separator: "/").dropFirst().first else {
         throw MemoryBenchmarkError(description: "TB_HTTP_URL/TB_HTTP_MARKER missing")
     }
     let target = try TransportEndpoint(parsing: String(authority))
-    let socket = try await socksConnect(via: socks, to: target, arguments: "memory-bench")
-    defer { socket.close() }
-    try await socket.write(Array("GET / HTTP/1.0\r\nHost: \(authority)\r\n\r\n".utf8))
-    var page: [UInt8] = []
-    while page.count < 1 << 20 {
-        let chunk = try await socket.read(maximumCount: 65536)
-        if chunk.isEmpty { break }
-        page += chunk
+    let holder = Mutex<TCPSocket?>(nil)
+    return try await withTimeout(.seconds(20), expired: { holder.withLock { $0?.close() } }) {
+        let socket = try await socksConnect(via: socks, to: target, arguments: isolation)
+        holder.withLock { $0 = socket }
+        defer { socket.close() }
+        try await socket.write(Array("GET / HTTP/1.0\r\nHost: \(authority)\r\n\r\n".utf8))
+        var page: [UInt8] = []
+        while page.count < 1 << 20 {
+            let chunk = try await socket.read(maximumCount: 65536)
+            if chunk.isEmpty { break }
+            page += chunk
+        }
+        return String(decoding: page, as: UTF8.self).contains(marker)
     }
-    return String(decoding: page, as: UTF8.self).contains(marker)
 }
 
 /// Runs `executable arguments` to completion with `input` on stdin; throws unless it exits 0.
