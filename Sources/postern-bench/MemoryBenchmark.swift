@@ -100,8 +100,9 @@ func fetchMarkerPageOnce(socks: TransportEndpoint, environment: [String: String]
     let target = try TransportEndpoint(parsing: String(authority))
     let holder = Mutex<TCPSocket?>(nil)
     return try await withTimeout(.seconds(20), expired: { holder.withLock { $0?.close() } }) {
-        let socket = try await socksConnect(via: socks, to: target, arguments: isolation)
-        holder.withLock { $0 = socket }
+        // The socket is known to the deadline as soon as it is connected, so a SOCKS request tor
+        // never answers is cut off too.
+        let socket = try await socksConnect(via: socks, to: target, arguments: isolation) { socket in holder.withLock { $0 = socket } }
         defer { socket.close() }
         try await socket.write(Array("GET / HTTP/1.0\r\nHost: \(authority)\r\n\r\n".utf8))
         var page: [UInt8] = []

@@ -94,8 +94,10 @@ func startManagedClient(label: String, executable: String, arguments: [String]) 
 }
 
 /// SOCKS5 CONNECT with the bridge arguments in RFC 1929 fields, exactly as tor sends them.
-func socksConnect(via proxy: TransportEndpoint, to target: TransportEndpoint, arguments: String) async throws -> TCPSocket {
+func socksConnect(via proxy: TransportEndpoint, to target: TransportEndpoint, arguments: String,
+                  connected: (TCPSocket) -> Void = { _ in }) async throws -> TCPSocket {
     let socket = try await TCPSocket.connect(to: proxy, timeout: .seconds(10))
+    connected(socket)
     let argumentBytes = Array(arguments.utf8)
     let username = Array(argumentBytes.prefix(255))
     let password = argumentBytes.count > 255 ? Array(argumentBytes.dropFirst(255)) : [0]
