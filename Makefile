@@ -9,24 +9,29 @@ all: build
 deps:
 	scripts/install-deps.sh
 
+# The shipped binary: optimised, with the Swift runtime and Foundation linked statically (no
+# libswiftCore/libFoundation/ICU .so to map; see docs/PERFORMANCE.md). Tests keep using the debug
+# build that `swift build --build-tests` makes.
+RELEASE_BUILD := swift build -c release --static-swift-stdlib
+
 build: deps
-	swift build
+	$(RELEASE_BUILD) --product postern
 
 test:
 	scripts/run-tests.sh
 
 demo: deps
-	swift build
+	$(RELEASE_BUILD) --product postern
 	scripts/demo.sh
 
-# obfs4 client vs obfs4proxy's own client on the same path: throughput, CPU per 100 MB, handshake.
-# snowflake client vs Debian's snowflake-client on one test-bed stack: bootstrap, first byte,
-# throughput both ways (brings up and takes down its own test bed).
-# connection assist: time to ready under none, block-tor, block-tor-and-bridges for the race and
-# sequential strategies and the working route alone (its own test bed too).
+# scripts/bench.sh, one run: obfs4 client vs obfs4proxy's own client (throughput, CPU per 100 MB
+# both ways, against the cipher alone too, handshake); in one test bed it brings up and takes down,
+# `postern run` RSS vs tor + obfs4proxy through the same obfs4 bridge, and our snowflake client vs
+# Debian's snowflake-client (bootstrap, channel, first byte, throughput); then the RESULT ratios.
+# Then connection assist: time to ready under none, block-tor, block-tor-and-bridges for the race and
+# sequential strategies and the working route alone (its own test bed).
 bench: deps
-	swift run -c release postern-bench obfs4
-	scripts/bench-snowflake.sh
+	scripts/bench.sh
 	scripts/bench-assist.sh
 
 # libFuzzer over every decoder (one target each, see Fuzz/README.md): FUZZ_SECONDS each, then a

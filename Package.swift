@@ -13,7 +13,8 @@ let torPrefix = "\(packageDirectory)/.deps/tor"
 let glibConfigDirectory = ["x86_64-linux-gnu", "aarch64-linux-gnu"]
     .map { "/usr/lib/\($0)/glib-2.0/include" }
     .first { FileManager.default.fileExists(atPath: $0) } ?? "/usr/lib/glib-2.0/include"
-let niceIncludeFlags = ["/usr/include/nice", "/usr/include/glib-2.0", glibConfigDirectory].flatMap { ["-Xcc", "-I\($0)"] }
+let niceIncludeDirectories = ["/usr/include/nice", "/usr/include/glib-2.0", glibConfigDirectory]
+let niceIncludeFlags = niceIncludeDirectories.flatMap { ["-Xcc", "-I\($0)"] }
 
 let package = Package(
     name: "Postern",
@@ -38,8 +39,8 @@ let package = Package(
         .systemLibrary(name: "CQREncode", path: "Sources/CQREncode", pkgConfig: "libqrencode",
                        providers: [.apt(["libqrencode-dev"])]),
         // libcurl (Debian libcurl4-openssl-dev): HTTP(S) and the WebSocket byte stream through SOCKS5.
-        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
-                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        // dlopened on the first request (Sources/CCurl/loader.c), so runs without one never map it.
+        .target(name: "CCurl", path: "Sources/CCurl"),
         // libsecp256k1 (Debian libsecp256k1-dev): BIP-340 signatures and the NIP-44 ECDH.
         .systemLibrary(name: "CSecp256k1", path: "Sources/CSecp256k1", pkgConfig: "libsecp256k1",
                        providers: [.apt(["libsecp256k1-dev"])]),
@@ -50,10 +51,15 @@ let package = Package(
         .target(name: "Obfs4Transport", dependencies: ["TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
-        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp"], path: "Sources/Transports/snowflake",
+        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
+                path: "Sources/Transports/snowflake",
                 swiftSettings: [.unsafeFlags(niceIncludeFlags)]),
         // The webtunnel client: TLS (COpenSSL) and an HTTP/1.1 upgrade, then tor's bytes unframed.
         .target(name: "WebtunnelTransport", dependencies: ["TransportBase", "COpenSSL"], path: "Sources/Transports/webtunnel"),
+        // libnice, GLib/GObject and usrsctp opened with dlopen on the first snowflake connection
+        // (CNice and CUsrsctp declare them but link nothing), so other routes never map them.
+        .target(name: "CSnowflakeLibraries", path: "Sources/CSnowflakeLibraries",
+                cSettings: [.unsafeFlags(niceIncludeDirectories.map { "-I\($0)" })]),
         // libnice (Debian libnice-dev) for snowflake's ICE. Include paths come from niceIncludeFlags
         // rather than pkgConfig, whose -pthread makes SwiftPM warn on every build.
         .systemLibrary(name: "CNice", path: "Sources/CNice"),

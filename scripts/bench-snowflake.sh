@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
-swift build -c release --product postern-bench
+swift build -c release --static-swift-stdlib --product postern-bench
 bench=$(swift build -c release --show-bin-path)/postern-bench
 dir="$PWD/.testbed/bench"
 scripts/testbed down --dir "$dir" >/dev/null 2>&1 || true

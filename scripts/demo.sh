@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
-postern="$(swift build --show-bin-path)/postern"
+postern="$(swift build -c release --show-bin-path)/postern"
 [ -x "$postern" ] || { echo "demo: build postern first (make demo does)" >&2; exit 1; }
 
 tb_dir="$PWD/.testbed/demo"

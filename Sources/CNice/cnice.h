@@ -1,6 +1,8 @@
 // libnice (Debian libnice-dev) for the snowflake transport's ICE. GObject's variadic property
 // setter and signal macros cannot be called from Swift; the static inline helpers below wrap them
-// and route the two signals and the receive callback to plain C function pointers.
+// and route the two signals and the receive callback to plain C function pointers. Nothing is
+// linked: the functions resolve to CSnowflakeLibraries' forwarders, which dlopen the libraries on
+// the first snowflake connection (postern_snowflake_libraries_load).
 #ifndef POSTERN_CNICE_H
 #define POSTERN_CNICE_H
 #include <agent.h>

@@ -1,6 +1,7 @@
 // usrsctp (Debian libusrsctp-dev) for the snowflake transport's data channel: SCTP over DTLS in
 // AF_CONN mode (we move the packets). No global state here: every callback finds its endpoint
 // through the address usrsctp hands back (the registered pointer, or the socket's ulp_info).
+// Nothing is linked: usrsctp is dlopened by CSnowflakeLibraries on the first snowflake connection.
 #ifndef POSTERN_CUSRSCTP_H
 #define POSTERN_CUSRSCTP_H
 #include <arpa/inet.h>

@@ -90,6 +90,25 @@ final class BenchTorClient: @unchecked Sendable {
         return b >= a ? b - a : b + 86400 - a
     }
 
+    /// Every "Bootstrapped N%" in tor's log as "N%@seconds" after the log opened (millisecond
+    /// timestamps): where the bootstrap time goes, step by step.
+    var timeline: String {
+        func clock(_ line: Substring) -> Double? {
+            let parts = line.split(separator: " ")
+            guard parts.count > 2 else { return nil }
+            let fields = parts[2].split(separator: ":")
+            guard fields.count == 3, let h = Double(fields[0]), let m = Double(fields[1]), let s = Double(fields[2]) else { return nil }
+            return h * 3600 + m * 60 + s
+        }
+        let lines = log.split(separator: "\n")
+        guard let first = lines.first, let origin = clock(first) else { return "" }
+        return lines.compactMap { line -> String? in
+            guard let range = line.range(of: "Bootstrapped "), let time = clock(line) else { return nil }
+            let percent = line[range.upperBound...].prefix { $0 != " " && $0 != "(" }
+            return "\(percent)@\(format(time - origin))"
+        }.joined(separator: " ")
+    }
+
     func stop() {
         if process.isRunning { process.terminate() }
         let deadline = Date().addingTimeInterval(5)
@@ -198,6 +217,7 @@ func runSnowflakeBenchmark(rounds: Int, megabytes: Int, firstBytes: Int) async t
             sample.download.append(down)
             sample.upload.append(up)
             results[client.label] = sample
+            print("    tor's steps (s after its log opened): \(tor.timeline)")
             print("  round \(round) \(client.label.padding(toLength: 18, withPad: " ", startingAt: 0)) bootstrap \(format(bootstrap)) s, channel \(format(channel * 1000, 0)) ms, first byte median \(format(median(firsts) * 1000, 0)) ms, down \(format(down, 2)) MB/s, up \(format(up, 2)) MB/s")
         }
     }

@@ -1,6 +1,7 @@
 // postern-bench: measured comparisons against peers run in the same process tree.
 //
 //   swift run -c release postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]
+//   postern-bench memory                                  (inside the test bed; MemoryBenchmark.swift)
 //   postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed; see
 //                                                                       SnowflakeBenchmark.swift)
 //
@@ -93,8 +94,10 @@ func startManagedClient(label: String, executable: String, arguments: [String]) 
 }
 
 /// SOCKS5 CONNECT with the bridge arguments in RFC 1929 fields, exactly as tor sends them.
-func socksConnect(via proxy: TransportEndpoint, to target: TransportEndpoint, arguments: String) async throws -> TCPSocket {
+func socksConnect(via proxy: TransportEndpoint, to target: TransportEndpoint, arguments: String,
+                  connected: (TCPSocket) -> Void = { _ in }) async throws -> TCPSocket {
     let socket = try await TCPSocket.connect(to: proxy, timeout: .seconds(10))
+    connected(socket)
     let argumentBytes = Array(arguments.utf8)
     let username = Array(argumentBytes.prefix(255))
     let password = argumentBytes.count > 255 ? Array(argumentBytes.dropFirst(255)) : [0]
@@ -247,7 +250,23 @@ func runObfs4Benchmark(megabytes: Int, handshakes: Int, rounds: Int) async throw
     print("  postern obfs4   median \(format(median(ourLatency))) ms, p90 \(format(p90(ourLatency))) ms")
     print("  obfs4proxy      median \(format(median(theirLatency))) ms, p90 \(format(p90(theirLatency))) ms")
     print("  latency ratio (obfs4proxy / postern, ≥ 1 means we are faster) = \(format(median(theirLatency) / median(ourLatency)))")
+
+    // The cipher alone on the same bytes, and our framing without sockets, in this process: what
+    // the client's CPU per 100 MB above is made of.
+    let frames = try Obfs4FrameBenchmark.run(bytes: bytes)
+    let scale = 100_000_000 / Double(frames.bytes)
+    let ourUploadCPU = results[ours.label]!["upload"]!.reduce(0) { $0 + $1.cpuSeconds } / Double(rounds) / (Double(bytes) / 100_000_000)
+    let ourDownloadCPU = results[ours.label]!["download"]!.reduce(0) { $0 + $1.cpuSeconds } / Double(rounds) / (Double(bytes) / 100_000_000)
+    let theirUploadCPU = results[theirs.label]!["upload"]!.reduce(0) { $0 + $1.cpuSeconds } / Double(rounds) / (Double(bytes) / 100_000_000)
+    let theirDownloadCPU = results[theirs.label]!["download"]!.reduce(0) { $0 + $1.cpuSeconds } / Double(rounds) / (Double(bytes) / 100_000_000)
     print("")
+    print("CPU s per 100 MB        cipher alone   our framing   postern client   obfs4proxy client")
+    print("  upload (seal)         \(format(frames.cipherSealSeconds * scale, 3).padding(toLength: 14, withPad: " ", startingAt: 0)) \(format(frames.framingSealSeconds * scale, 3).padding(toLength: 13, withPad: " ", startingAt: 0)) \(format(ourUploadCPU, 3).padding(toLength: 16, withPad: " ", startingAt: 0)) \(format(theirUploadCPU, 3))")
+    print("  download (open)       \(format(frames.cipherOpenSeconds * scale, 3).padding(toLength: 14, withPad: " ", startingAt: 0)) \(format(frames.framingOpenSeconds * scale, 3).padding(toLength: 13, withPad: " ", startingAt: 0)) \(format(ourDownloadCPU, 3).padding(toLength: 16, withPad: " ", startingAt: 0)) \(format(theirDownloadCPU, 3))")
+    print("  (cipher alone: libsodium crypto_secretbox_easy/_open_easy per 1430-byte packet; our framing: FrameEncoder/FrameDecoder in memory; clients: process CPU, user + system, sockets included)")
+    print("  framing / cipher: seal \(format(frames.framingSealSeconds / frames.cipherSealSeconds)), open \(format(frames.framingOpenSeconds / frames.cipherOpenSeconds)); client CPU / cipher: upload \(format(ourUploadCPU / (frames.cipherSealSeconds * scale))), download \(format(ourDownloadCPU / (frames.cipherOpenSeconds * scale)))")
+    print("")
+    print("RESULT obfs4 client CPU per 100 MB (postern / obfs4proxy, ≤ 0.5 is the goal) upload \(format(ourUploadCPU / theirUploadCPU)) download \(format(ourDownloadCPU / theirDownloadCPU)); postern / cipher alone upload \(format(ourUploadCPU / (frames.cipherSealSeconds * scale))) download \(format(ourDownloadCPU / (frames.cipherOpenSeconds * scale)))")
     print("RESULT throughput ratio upload \(format(throughputRatios[0])) download \(format(throughputRatios[1])); CPU ratio upload \(format(cpuRatios[0])) download \(format(cpuRatios[1]))")
 }
 
@@ -283,6 +302,20 @@ case "obfs4":
         FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
         exit(1)
     }
+case "frames":
+    // Only the in-process part of `obfs4`: the cipher alone against our framing.
+    let options = positiveOptions(Array(arguments.dropFirst()), defaults: ["--megabytes": 100])
+    let frames = try Obfs4FrameBenchmark.run(bytes: options["--megabytes"]! * 1_000_000)
+    let scale = 100_000_000 / Double(frames.bytes)
+    print("CPU s per 100 MB: seal cipher \(format(frames.cipherSealSeconds * scale, 3)) framing \(format(frames.framingSealSeconds * scale, 3)); open cipher \(format(frames.cipherOpenSeconds * scale, 3)) framing \(format(frames.framingOpenSeconds * scale, 3))")
+case "memory":
+    _ = positiveOptions(Array(arguments.dropFirst()), defaults: [:])
+    do {
+        try await runMemoryBenchmark()
+    } catch {
+        FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
+        exit(1)
+    }
 case "snowflake":
     let options = positiveOptions(Array(arguments.dropFirst()), defaults: ["--rounds": 2, "--megabytes": 10, "--samples": 5])
     do {
@@ -299,8 +332,8 @@ case "assist":
         exit(1)
     }
 case "--help", "-h", "help":
-    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench assist   (inside the test bed: scripts/bench-assist.sh)")
+    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory   (inside the test bed)\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench assist   (inside the test bed: scripts/bench-assist.sh)")
 default:
-    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n       postern-bench assist\n".utf8))
+    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n       postern-bench assist\n".utf8))
     exit(64)
 }

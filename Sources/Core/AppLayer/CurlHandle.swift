@@ -7,9 +7,14 @@ import Foundation
 final class CurlHandle: @unchecked Sendable {
     let pointer: UnsafeMutableRawPointer
 
+    /// libcurl is opened on first use (Sources/CCurl): nil, or why it could not be.
+    private static let loadFailure: String? = postern_curl_load().map { String(cString: $0) }
     private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
 
     init() throws(AppLayerError) {
+        if let failure = Self.loadFailure {
+            throw AppLayerError(.libraryFailure, failure)
+        }
         guard Self.globalInit == CURLE_OK else {
             throw AppLayerError(.libraryFailure, "libcurl global initialisation failed (\(Self.globalInit.rawValue))")
         }

@@ -56,23 +56,40 @@ struct DirectionKeys: Sendable {
     }
 }
 
-private func makeNonce(prefix: [UInt8], counter: UInt64) -> [UInt8] {
-    var nonce = prefix
-    nonce.reserveCapacity(24)
-    for shift in stride(from: 56, through: 0, by: -8) { nonce.append(UInt8(truncatingIfNeeded: counter >> UInt64(shift))) }
-    return nonce
+/// The 24-byte secretbox nonce, noncePrefix | counter(8, big-endian), kept in one buffer whose
+/// counter bytes are rewritten per frame (no allocation per frame).
+private struct FrameNonce {
+    private var bytes: [UInt8]
+
+    init(prefix: [UInt8]) {
+        precondition(prefix.count == 16)
+        bytes = prefix + [UInt8](repeating: 0, count: 8)
+    }
+
+    /// Calls `body` with the nonce for `counter`.
+    mutating func with<Result>(counter: UInt64, _ body: (UnsafePointer<UInt8>) -> Result) -> Result {
+        bytes.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: counter.bigEndian, toByteOffset: 16, as: UInt64.self)
+            return body(raw.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        }
+    }
 }
 
-/// Seals packets into frames.
+/// Seals packets into frames, in place in the caller's output buffer: the packet is written where
+/// the ciphertext goes and sealed over itself (libsodium's secretbox allows the exact in-place
+/// layout, ciphertext pointer == plaintext pointer), so each payload byte is copied once.
 struct FrameEncoder: Sendable {
     private let keys: DirectionKeys
     private var counter: UInt64 = 1
     private var lengthMask: SipHashDRBG
-    private var packet = [UInt8](repeating: 0, count: Obfs4Framing.maximumPacketLength)
+    private var nonce: FrameNonce
+    /// Length field and tag, zero until the frame is sealed.
+    private static let placeholder = [UInt8](repeating: 0, count: Obfs4Framing.frameOverhead)
 
     init(keys: DirectionKeys) {
         self.keys = keys
         self.lengthMask = SipHashDRBG(seed: keys.lengthMaskSeed)
+        self.nonce = FrameNonce(prefix: keys.noncePrefix)
     }
 
     /// Appends one frame carrying `payload` (≤ 1427 bytes) and `paddingLength` zero bytes to `output`.
@@ -83,14 +100,14 @@ struct FrameEncoder: Sendable {
         guard counter != 0 else {
             throw TransportError(code: .obfs4CounterExhausted, kind: .protocolViolation, message: "frame counter exhausted")
         }
-        packet[0] = type
-        packet[1] = UInt8(truncatingIfNeeded: payload.count >> 8)
-        packet[2] = UInt8(truncatingIfNeeded: payload.count)
-        var index = 3
-        for byte in payload { packet[index] = byte; index += 1 }
-        for padding in index..<packetLength { packet[padding] = 0 }
-
-        try sealPacket(packetLength: packetLength, to: &output)
+        let start = output.count
+        output.append(contentsOf: Self.placeholder)
+        output.append(type)
+        output.append(UInt8(truncatingIfNeeded: payload.count >> 8))
+        output.append(UInt8(truncatingIfNeeded: payload.count))
+        output.append(contentsOf: payload)
+        if paddingLength > 0 { output.append(contentsOf: repeatElement(0, count: paddingLength)) }
+        sealInPlace(frameStart: start, packetLength: packetLength, in: &output)
     }
 
     /// Seals arbitrary packet bytes (possibly malformed) as one frame; used by the fuzz harness.
@@ -99,26 +116,23 @@ struct FrameEncoder: Sendable {
         guard counter != 0 else {
             throw TransportError(code: .obfs4CounterExhausted, kind: .protocolViolation, message: "frame counter exhausted")
         }
-        var index = 0
-        for byte in bytes { packet[index] = byte; index += 1 }
-        try sealPacket(packetLength: bytes.count, to: &output)
+        let start = output.count
+        output.append(contentsOf: Self.placeholder)
+        output.append(contentsOf: bytes)
+        sealInPlace(frameStart: start, packetLength: bytes.count, in: &output)
     }
 
-    /// Seals `packet[0..<packetLength]` and appends length | box.
-    private mutating func sealPacket(packetLength: Int, to output: inout [UInt8]) throws(TransportError) {
-        let nonce = makeNonce(prefix: keys.noncePrefix, counter: counter)
+    /// Seals the packet at `output[frameStart + 18 ..< + packetLength]` over itself, writes the tag
+    /// before it and the masked length before that.
+    private mutating func sealInPlace(frameStart start: Int, packetLength: Int, in output: inout [UInt8]) {
+        let frameCounter = counter
         counter &+= 1
         let boxLength = packetLength + Obfs4Framing.tagLength
-        let start = output.count
-        output.append(contentsOf: repeatElement(0, count: Obfs4Framing.lengthFieldLength + boxLength))
         output.withUnsafeMutableBufferPointer { out in
-            packet.withUnsafeBufferPointer { plain in
-                nonce.withUnsafeBufferPointer { n in
-                    keys.secretboxKey.withUnsafeBufferPointer { k in
-                        Sodium.secretboxSeal(output: out.baseAddress! + start + 2,
-                                             plaintext: UnsafeBufferPointer(rebasing: plain[0..<packetLength]),
-                                             nonce: n.baseAddress!, key: k.baseAddress!)
-                    }
+            nonce.with(counter: frameCounter) { n in
+                keys.secretboxKey.withUnsafeBufferPointer { k in
+                    Sodium.secretboxSealInPlace(box: UnsafeMutableBufferPointer(rebasing: out[start + 2..<start + 2 + boxLength]),
+                                                nonce: n, key: k.baseAddress!)
                 }
             }
         }
@@ -141,28 +155,53 @@ struct DecodedPacket: Sendable, Equatable {
 }
 
 /// Turns a byte stream back into packets. Any failure is final: the connection must be dropped.
+///
+/// Boxes are opened in place in the receive buffer (after the tag checks out; libsodium writes
+/// nothing when it does not), and a payload is handed out as a view of that buffer, so the only
+/// copies are into the buffer and out of it to the reader.
 struct FrameDecoder: Sendable {
     private let keys: DirectionKeys
     private var counter: UInt64 = 1
     private var lengthMask: SipHashDRBG
+    private var nonce: FrameNonce
     private var buffer: [UInt8] = []
     private var readIndex = 0
     /// The unmasked box length of the frame being waited for (the mask is consumed once per frame).
     private var pendingBoxLength: Int?
-    private var plaintext = [UInt8](repeating: 0, count: Obfs4Framing.maximumPacketLength)
     private var failure: TransportError?
 
     init(keys: DirectionKeys) {
         self.keys = keys
         self.lengthMask = SipHashDRBG(seed: keys.lengthMaskSeed)
+        self.nonce = FrameNonce(prefix: keys.noncePrefix)
     }
 
-    mutating func append(_ bytes: some Collection<UInt8>) {
-        if readIndex > 0 && readIndex >= buffer.count / 2 {
+    /// Drops consumed bytes before more are added (the buffer holds at most one partial frame plus
+    /// what the caller appends between decodes).
+    private mutating func compact() {
+        if readIndex == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            readIndex = 0
+        } else if readIndex > 0 && readIndex >= buffer.count / 2 {
             buffer.removeFirst(readIndex)
             readIndex = 0
         }
+    }
+
+    mutating func append(_ bytes: some Collection<UInt8>) {
+        compact()
         buffer.append(contentsOf: bytes)
+    }
+
+    /// Takes over `bytes` without copying when nothing is buffered (the common case at a frame
+    /// boundary), else appends them.
+    mutating func append(_ bytes: consuming [UInt8]) {
+        compact()
+        if buffer.isEmpty {
+            buffer = bytes
+        } else {
+            buffer.append(contentsOf: bytes)
+        }
     }
 
     /// True when some bytes of an incomplete frame are buffered (end of stream here is truncation).
@@ -170,21 +209,29 @@ struct FrameDecoder: Sendable {
 
     /// The next complete packet, or nil when more bytes are needed.
     mutating func nextPacket() throws(TransportError) -> DecodedPacket? {
+        var packet: DecodedPacket?
+        guard try nextPacket({ type, payload in packet = DecodedPacket(type: type, payload: Array(payload)) }) else { return nil }
+        return packet
+    }
+
+    /// Decodes the next complete packet and passes its type and payload to `body` (the payload view
+    /// is valid only during the call). False when more bytes are needed.
+    mutating func nextPacket(_ body: (UInt8, UnsafeBufferPointer<UInt8>) -> Void) throws(TransportError) -> Bool {
         if let failure { throw failure }
         do {
-            return try decodeNext()
+            return try decodeNext(body)
         } catch {
             failure = error
             throw error
         }
     }
 
-    private mutating func decodeNext() throws(TransportError) -> DecodedPacket? {
+    private mutating func decodeNext(_ body: (UInt8, UnsafeBufferPointer<UInt8>) -> Void) throws(TransportError) -> Bool {
         let boxLength: Int
         if let pending = pendingBoxLength {
             boxLength = pending
         } else {
-            guard buffer.count - readIndex >= Obfs4Framing.lengthFieldLength else { return nil }
+            guard buffer.count - readIndex >= Obfs4Framing.lengthFieldLength else { return false }
             let masked = UInt16(buffer[readIndex]) << 8 | UInt16(buffer[readIndex + 1])
             readIndex += Obfs4Framing.lengthFieldLength
             let length = Int(masked ^ lengthMask.nextLengthMask())
@@ -195,21 +242,18 @@ struct FrameDecoder: Sendable {
             pendingBoxLength = length
             boxLength = length
         }
-        guard buffer.count - readIndex >= boxLength else { return nil }
+        guard buffer.count - readIndex >= boxLength else { return false }
         guard counter != 0 else {
             throw TransportError(code: .obfs4CounterExhausted, kind: .protocolViolation, message: "frame counter exhausted")
         }
-        let nonce = makeNonce(prefix: keys.noncePrefix, counter: counter)
         let start = readIndex
         let packetLength = boxLength - Obfs4Framing.tagLength
-        let opened = buffer.withUnsafeBufferPointer { input in
-            plaintext.withUnsafeMutableBufferPointer { output in
-                nonce.withUnsafeBufferPointer { n in
-                    keys.secretboxKey.withUnsafeBufferPointer { k in
-                        Sodium.secretboxOpen(output: output.baseAddress!,
-                                             box: UnsafeBufferPointer(rebasing: input[start..<start + boxLength]),
-                                             nonce: n.baseAddress!, key: k.baseAddress!)
-                    }
+        let frameCounter = counter
+        let opened = buffer.withUnsafeMutableBufferPointer { input in
+            nonce.with(counter: frameCounter) { n in
+                keys.secretboxKey.withUnsafeBufferPointer { k in
+                    Sodium.secretboxOpenInPlace(box: UnsafeMutableBufferPointer(rebasing: input[start..<start + boxLength]),
+                                                nonce: n, key: k.baseAddress!)
                 }
             }
         }
@@ -224,11 +268,16 @@ struct FrameDecoder: Sendable {
             throw TransportError(code: .obfs4PacketFormat, kind: .protocolViolation,
                                  message: "packet of \(packetLength) bytes is shorter than its header")
         }
-        let payloadLength = Int(plaintext[1]) << 8 | Int(plaintext[2])
+        let packet = start + Obfs4Framing.tagLength
+        let payloadLength = Int(buffer[packet + 1]) << 8 | Int(buffer[packet + 2])
         guard payloadLength <= packetLength - Obfs4Framing.packetHeaderLength else {
             throw TransportError(code: .obfs4PacketFormat, kind: .protocolViolation,
                                  message: "payload length \(payloadLength) exceeds the \(packetLength)-byte packet")
         }
-        return DecodedPacket(type: plaintext[0], payload: Array(plaintext[3..<3 + payloadLength]))
+        let type = buffer[packet]
+        buffer.withUnsafeBufferPointer { all in
+            body(type, UnsafeBufferPointer(rebasing: all[packet + 3..<packet + 3 + payloadLength]))
+        }
+        return true
     }
 }

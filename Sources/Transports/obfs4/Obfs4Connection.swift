@@ -47,21 +47,30 @@ final class Obfs4Connection: TransportConnection, @unchecked Sendable {
         while true {
             var seeds: [[UInt8]] = []
             let ready = try reader.withLock { state throws(TransportError) -> [UInt8] in
-                while let packet = try state.decoder.nextPacket() {
-                    switch packet.type {
-                    case Obfs4Framing.packetTypePayload:
-                        state.pending.append(contentsOf: packet.payload)
-                    case Obfs4Framing.packetTypePRNGSeed where packet.payload.count == Obfs4Framing.seedLength:
-                        seeds.append(packet.payload)
-                    default:
-                        break   // authenticated but unknown: ignore (spec §8.3)
-                    }
+                // Payloads go straight from the decoder's buffer into `pending` (one copy).
+                var pending: [UInt8] = []
+                swap(&pending, &state.pending)
+                do throws(TransportError) {
+                    while try state.decoder.nextPacket({ type, payload in
+                        switch type {
+                        case Obfs4Framing.packetTypePayload:
+                            pending.append(contentsOf: payload)
+                        case Obfs4Framing.packetTypePRNGSeed where payload.count == Obfs4Framing.seedLength:
+                            seeds.append(Array(payload))
+                        default:
+                            break   // authenticated but unknown: ignore (spec §8.3)
+                        }
+                    }) {}
+                } catch {
+                    swap(&pending, &state.pending)
+                    throw error
                 }
+                swap(&pending, &state.pending)
                 return Self.takePending(&state, maximumCount: maximumCount)
             }
             for seed in seeds { reseed(seed) }
             if !ready.isEmpty { return ready }
-            let chunk = try await socket.read(maximumCount: 65536)
+            let chunk = try await Self.receive(from: socket, maximumCount: Self.receiveSize)
             if chunk.isEmpty {
                 if reader.withLock({ $0.decoder.hasPartialFrame }) {
                     throw TransportError(code: .obfs4TruncatedFrame, kind: .protocolViolation,
@@ -71,6 +80,17 @@ final class Obfs4Connection: TransportConnection, @unchecked Sendable {
             }
             reader.withLock { $0.decoder.append(chunk) }
         }
+    }
+
+    private static let receiveSize = 65536
+
+    /// One recv into a fresh, uninitialised array (no zero-fill), which the decoder then usually
+    /// adopts as its buffer without copying.
+    private static func receive(from socket: TCPSocket, maximumCount: Int) async throws -> [UInt8] {
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumCount, alignment: 16)
+        defer { storage.deallocate() }
+        let count = try await socket.read(into: storage)
+        return Array(UnsafeRawBufferPointer(rebasing: storage[0..<count]))
     }
 
     private static func takePending(_ state: inout ReaderState, maximumCount: Int) -> [UInt8] {

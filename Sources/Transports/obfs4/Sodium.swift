@@ -129,17 +129,22 @@ enum Sodium {
     static let secretboxNonceBytes = Int(crypto_secretbox_NONCEBYTES)
     static let secretboxTagBytes = Int(crypto_secretbox_MACBYTES)
 
-    /// Seals `plaintext` into `output` (tag first, `plaintext.count + 16` bytes).
-    static func secretboxSeal(output: UnsafeMutablePointer<UInt8>, plaintext: UnsafeBufferPointer<UInt8>,
-                              nonce: UnsafePointer<UInt8>, key: UnsafePointer<UInt8>) {
-        let result = crypto_secretbox_easy(output, plaintext.baseAddress, UInt64(plaintext.count), nonce, key)
+    /// Seals in place: `box` is tag(16) | plaintext, and becomes tag | ciphertext. (libsodium's
+    /// secretbox_easy writes the ciphertext at output + 16, which here is the plaintext itself, the
+    /// one overlap it processes without moving bytes.)
+    static func secretboxSealInPlace(box: UnsafeMutableBufferPointer<UInt8>, nonce: UnsafePointer<UInt8>, key: UnsafePointer<UInt8>) {
+        precondition(box.count >= secretboxTagBytes)
+        let base = box.baseAddress!
+        let result = crypto_secretbox_easy(base, base + secretboxTagBytes, UInt64(box.count - secretboxTagBytes), nonce, key)
         precondition(result == 0, "crypto_secretbox_easy cannot fail for valid lengths")
     }
 
-    /// Opens a tag-first box into `output` (`box.count - 16` bytes); false if authentication fails.
-    static func secretboxOpen(output: UnsafeMutablePointer<UInt8>, box: UnsafeBufferPointer<UInt8>,
-                              nonce: UnsafePointer<UInt8>, key: UnsafePointer<UInt8>) -> Bool {
-        crypto_secretbox_open_easy(output, box.baseAddress!, UInt64(box.count), nonce, key) == 0
+    /// Opens a tag-first box in place: on success `box[16...]` holds the plaintext; false (and
+    /// `box` untouched) if authentication fails.
+    static func secretboxOpenInPlace(box: UnsafeMutableBufferPointer<UInt8>, nonce: UnsafePointer<UInt8>, key: UnsafePointer<UInt8>) -> Bool {
+        precondition(box.count >= secretboxTagBytes)
+        let base = box.baseAddress!
+        return crypto_secretbox_open_easy(base + secretboxTagBytes, base, UInt64(box.count), nonce, key) == 0
     }
 
     /// One-shot SipHash-2-4 (used by tests to cross-check the streaming implementation).

@@ -106,6 +106,7 @@ public final class ICEAgent: Sendable {
         let events = Events(datagrams: continuation)
         self.events = events
 
+        try SnowflakeLibraries.ensureLoaded()
         guard let context = g_main_context_new(), let loop = g_main_loop_new(context, 0) else {
             throw SnowflakeError(code: .connection, kind: .network, message: "GLib main context could not be created")
         }

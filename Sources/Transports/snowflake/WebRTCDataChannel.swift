@@ -214,6 +214,7 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
                             candidateFilter: @Sendable (ICECandidate) -> Bool = { _ in true },
                             poll: @Sendable (BrokerRendezvous, ClientPollRequest) async throws -> ClientPollResponse = { try await $0.exchange($1) })
         async throws -> WebRTCDataChannel {
+        try SnowflakeLibraries.ensureLoaded()
         _ = sctpStack
         let ice = try ICEAgent(stunServer: stunServer, localAddresses: localAddresses)
         let dtls = try DTLSServer()

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark against its peer, in one run, then the headline ratios together.
+#   1. obfs4: our client vs obfs4proxy's on loopback (throughput, CPU per 100 MB both ways, the
+#      cipher alone on the same bytes, handshakes);
+#   2. in one private test bed (censor none; brought up here and always taken down):
+#      memory: `postern run` RSS after bootstrap through the obfs4 bridge and a page, vs Debian's
+#      tor + obfs4proxy through the same bridge; snowflake: our client vs snowflake-client.
+# The machine may be shared: every figure is a ratio against the peer measured in the same run.
+# Extra arguments go to the snowflake benchmark.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+build=(swift build -c release --static-swift-stdlib)
+"${build[@]}" --product postern
+"${build[@]}" --product postern-bench
+bin=$(swift build -c release --show-bin-path)
+# stdbuf: line-buffered output, so progress shows through tee as it happens.
+bench=(stdbuf -oL "$bin/postern-bench")
+out=$(mktemp /tmp/postern-bench.XXXXXX)
+dir="$PWD/.testbed/bench"
+cleanup() { scripts/testbed down --dir "$dir" >/dev/null 2>&1 || true; rm -f "$out"; }
+trap cleanup EXIT
+"${bench[@]}" obfs4 | tee -a "$out"
+echo
+scripts/testbed down --dir "$dir" >/dev/null 2>&1 || true
+scripts/testbed up --dir "$dir" --censor none
+# The memory step has hung in some runs (the stock tor's page fetch never finished and its own
+# 20 s deadline did not fire; cause not found yet, docs/PERFORMANCE.md): bounded here so the rest
+# of the run still reports.
+if ! timeout --signal=KILL 600 scripts/testbed exec --dir "$dir" env POSTERN_BINARY="$bin/postern" "${bench[@]}" memory | tee -a "$out"; then
+  echo "RESULT memory: did not finish within 600 s (no ratio in this run)" | tee -a "$out"
+fi
+echo
+scripts/testbed exec --dir "$dir" "${bench[@]}" snowflake "$@" | tee -a "$out"
+echo
+echo "== summary (ratios against the peer in this run)"
+grep '^RESULT' "$out"
