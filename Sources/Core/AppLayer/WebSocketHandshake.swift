@@ -1,0 +1,104 @@
+// The server's half of the RFC 6455 opening handshake (§4.2.2), as the client reads it:
+//
+//   HTTP/1.1 101 Switching Protocols CRLF
+//   Upgrade: websocket CRLF
+//   Connection: Upgrade CRLF
+//   Sec-WebSocket-Accept: base64(SHA-1(key | 258EAFA5-E914-47DA-95CA-C5AB0DC85B11)) CRLF
+//   CRLF
+//   (frames may follow at once: they are handed on as the leftover)
+//
+// The rule for this decoder, as for every decoder of network input in Postern: no byte from the
+// peer may trap, hang or grow memory without a stated cap. Nothing here does arithmetic on a number
+// the peer chose; the only peer-controlled size is the head itself, capped at
+// `maximumHeadBytes` (a head that has not ended by then is refused, not buffered); the wait for it
+// is bounded by the connect timeout in WebSocketConnection.
+import Foundation
+
+/// Accumulates the server's reply to our upgrade request and validates it once the head ends.
+/// Pure (no I/O), so the `WebSocketHandshakeFuzzer` target can drive it with arbitrary reads.
+struct WebSocketHandshakeReader {
+    /// The most head bytes a server may send before its blank line.
+    static let maximumHeadBytes = 16 * 1024
+    private static let terminator: [UInt8] = [13, 10, 13, 10]
+
+    let key: String
+    private var received: [UInt8] = []
+    /// Where the search for CRLF CRLF resumes (already-searched bytes are not searched again).
+    private var searchFrom = 0
+
+    init(key: String) { self.key = key }
+
+    /// The bytes buffered so far (never more than the head cap plus one read's worth).
+    var bufferedCount: Int { received.count }
+
+    /// Feeds one read. Returns the bytes after the head (possibly empty) once a valid head has
+    /// arrived, nil while more is needed; throws on an invalid or oversized head.
+    mutating func feed(_ bytes: some Collection<UInt8>) throws(AppLayerError) -> [UInt8]? {
+        received.append(contentsOf: bytes)
+        let limit = min(received.count, Self.maximumHeadBytes + Self.terminator.count)
+        if let end = received[min(searchFrom, limit)..<limit].firstRange(of: Self.terminator) {
+            let head = String(decoding: received[..<end.lowerBound], as: UTF8.self)
+            try Self.validate(head, key: key)
+            return Array(received[end.upperBound...])
+        }
+        guard received.count < Self.maximumHeadBytes + Self.terminator.count else {
+            throw AppLayerError(.webSocketProtocol, "the WebSocket server's handshake reply is over \(Self.maximumHeadBytes) bytes")
+        }
+        searchFrom = max(0, received.count - (Self.terminator.count - 1))
+        return nil
+    }
+
+    static func acceptValue(for key: String) -> String {
+        Data(SHA1.digest(Array((key + WebSocketConnection.guid).utf8))).base64EncodedString()
+    }
+
+    static func validate(_ head: String, key: String) throws(AppLayerError) {
+        let lines = head.components(separatedBy: "\r\n")
+        let statusParts = lines.first?.split(separator: " ") ?? []
+        guard statusParts.count >= 2, statusParts[0].hasPrefix("HTTP/1."), statusParts[1] == "101" else {
+            throw AppLayerError(.webSocketProtocol, "WebSocket handshake refused: \(String((lines.first ?? "").prefix(80)))")
+        }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        guard headers["upgrade"]?.lowercased() == "websocket",
+              headers["connection"]?.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "upgrade" }) == true else {
+            throw AppLayerError(.webSocketProtocol, "handshake response lacks Upgrade: websocket / Connection: Upgrade")
+        }
+        guard headers["sec-websocket-accept"] == acceptValue(for: key) else {
+            throw AppLayerError(.webSocketProtocol, "handshake response has a wrong Sec-WebSocket-Accept")
+        }
+        if let extensions = headers["sec-websocket-extensions"], !extensions.isEmpty {
+            throw AppLayerError(.webSocketProtocol, "server selected an extension we did not offer")
+        }
+    }
+}
+
+/// The handshake reader for the `WebSocketHandshakeFuzzer` libFuzzer target (`package` access).
+package enum WebSocketHandshakeFuzzEntry {
+    package static let maximumHeadBytes = WebSocketHandshakeReader.maximumHeadBytes
+
+    package enum Verdict: Equatable {
+        /// Still waiting after every read; `buffered` is what the reader holds.
+        case needMore(buffered: Int)
+        case accepted(leftover: [UInt8], afterRead: Int)
+        case refused(code: String, afterRead: Int)
+    }
+
+    package static func acceptValue(for key: String) -> String { WebSocketHandshakeReader.acceptValue(for: key) }
+
+    /// Feeds `reads` in order, stopping at the first verdict.
+    package static func run(key: String, reads: [ArraySlice<UInt8>]) -> Verdict {
+        var reader = WebSocketHandshakeReader(key: key)
+        for (index, read) in reads.enumerated() {
+            do {
+                if let leftover = try reader.feed(read) { return .accepted(leftover: leftover, afterRead: index) }
+            } catch {
+                return .refused(code: error.code.rawValue, afterRead: index)
+            }
+        }
+        return .needMore(buffered: reader.bufferedCount)
+    }
+}
