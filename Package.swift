@@ -102,6 +102,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("PTSocksFuzzer", ["TransportBase"]),
     ("Obfs4HandshakeFuzzer", ["Obfs4Transport"]),
     ("Obfs4FrameFuzzer", ["Obfs4Transport"]),
+    ("Obfs4ClientHandshakeFuzzer", ["Obfs4Transport"]),
     ("SnowflakeEncapsulationFuzzer", ["SnowflakeTransport"]),
     ("KCPFuzzer", ["SnowflakeTransport"]),
     ("SmuxFuzzer", ["SnowflakeTransport"]),
@@ -109,6 +110,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("BrokerResponseFuzzer", ["SnowflakeTransport"]),
     ("GeoRelayCSVFuzzer", ["PosternCore"]),
     ("WebSocketFrameFuzzer", ["PosternCore"]),
+    ("WebSocketHandshakeFuzzer", ["PosternCore"]),
     ("NostrMessageFuzzer", ["PosternCore"]),
 ]
 package.targets += [
