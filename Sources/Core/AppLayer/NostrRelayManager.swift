@@ -223,6 +223,11 @@ public actor NostrRelayManager {
 }
 
 extension NostrRelayMessage {
+    // The rule for this decoder, as for every decoder of network input in Postern: no byte from
+    // the relay may trap, hang or grow memory without a stated cap. A message is at most the
+    // WebSocket cap (512 KiB) when it gets here; JSONSerialization refuses deep nesting with an
+    // error; every array index is behind a count check; numbers arrive as NSNumber, whose intValue
+    // saturates rather than traps (a created_at of 1e300 just fails the id check).
     /// One relay → client message (NIP-01 EVENT, EOSE, OK, NOTICE, CLOSED); nil for anything else,
     /// including events that fail their id or signature check (a relay cannot forge). `package`
     /// access: the manager and the `NostrMessageFuzzer` target use it.
