@@ -97,12 +97,12 @@ seed("NostrMessageFuzzer", "event", bytes([0]) + b'["EVENT","sub1",{"id":"' + b"
 seed("NostrMessageFuzzer", "signed", bytes([1, 0, 1, 0x65, 0x53, 0xf1, 0x00, 1, 2, 1]) + b"t" + bytes([1]) + b"x" + bytes([4]) + b"sub1" + "line\nquote\" back\\slash tab\t é / 🙂".encode())
 
 # WebSocket client handshake (HostileWebSocketTests' attacks): mode 0 arbitrary reply after a
-# read-size chunk; mode 2 the same behind a head padded to the cap; mode 1 a reply built by the harness.
+# read-size chunk; mode 6 the same behind a head padded to the cap; mode 1 a reply built by the harness.
 accept_head = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
 seed("WebSocketHandshakeFuzzer", "valid-with-frame", bytes([0, 3, 1, 7, 50]) + accept_head + bytes([0x81, 1, 0x41]))
 seed("WebSocketHandshakeFuzzer", "refused", bytes([0, 0]) + b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
 seed("WebSocketHandshakeFuzzer", "endless-headers", bytes([0, 1, 200]) + b"HTTP/1.1 101 Switching Protocols\r\n" + b"X-Filler: aaaaaaaaaaaaaaaa\r\n" * 40)
-seed("WebSocketHandshakeFuzzer", "at-the-cap", bytes([2 | (4 << 2), 0]) + b"\r\n\r\n")
+seed("WebSocketHandshakeFuzzer", "at-the-cap", bytes([6 | (4 << 3), 0]) + b"\r\n\r\n")
 seed("WebSocketHandshakeFuzzer", "lf-only", bytes([0, 0]) + accept_head.replace(b"\r\n", b"\n"))
 seed("WebSocketHandshakeFuzzer", "built", bytes([1, 2, 1, 5, 0x03, 0x21]) + b"abcdefghijkl" + bytes([0x80]) + bytes([0x81, 2]) + b"hi")
 

@@ -36,15 +36,30 @@ struct WebSocketHandshakeReader {
     mutating func feed(_ bytes: some Collection<UInt8>) throws(AppLayerError) -> [UInt8]? {
         received.append(contentsOf: bytes)
         let limit = min(received.count, Self.maximumHeadBytes + Self.terminator.count)
-        if let end = received[min(searchFrom, limit)..<limit].firstRange(of: Self.terminator) {
-            let head = String(decoding: received[..<end.lowerBound], as: UTF8.self)
+        if let end = Self.terminatorStart(in: received, from: min(searchFrom, limit), to: limit) {
+            let head = String(decoding: received[..<end], as: UTF8.self)
             try Self.validate(head, key: key)
-            return Array(received[end.upperBound...])
+            return Array(received[(end + Self.terminator.count)...])
         }
         guard received.count < Self.maximumHeadBytes + Self.terminator.count else {
             throw AppLayerError(.webSocketProtocol, "the WebSocket server's handshake reply is over \(Self.maximumHeadBytes) bytes")
         }
         searchFrom = max(0, received.count - (Self.terminator.count - 1))
+        return nil
+    }
+
+    /// The first CR LF CR LF that lies wholly in `bytes[start..<end]`.
+    private static func terminatorStart(in bytes: [UInt8], from start: Int, to end: Int) -> Int? {
+        var index = start
+        while index + 4 <= end {
+            if bytes[index + 3] != 10 {
+                // No terminator can end at index + 3; skip ahead by how far a CR LF CR LF could still start.
+                index += bytes[index + 3] == 13 ? 1 : 4
+                continue
+            }
+            if bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 { return index }
+            index += 1
+        }
         return nil
     }
 

@@ -91,23 +91,34 @@ package enum Obfs4ClientHandshakeFuzzHarness {
     private static func arbitrary(_ reply: [UInt8], sizes: ArraySlice<UInt8>) {
         var reader = ClientHandshakeReader(handshake: client)
         var fed = 0
+        var verdict = Verdict.waiting
+        var fedBefore = 0
         for read in reads(reply, sizes: sizes) {
-            let before = reader.received.count
-            precondition(before < ClientHandshake.maximumHandshakeLength, "the reader held 8192 bytes and still waited")
-            let verdict = Verdict { () throws(TransportError) in try reader.feed(read) }
+            precondition(reader.received.count < ClientHandshake.maximumHandshakeLength, "the reader held 8192 bytes and still waited")
+            fedBefore = fed
             fed += read.count
-            let reference = Verdict { () throws(TransportError) in try client.parseResponse(Array(reply.prefix(fed))) }
-            precondition(verdict == reference, "read by read the reader said \(verdict), the whole-buffer parser \(reference)")
-            if case .waiting = verdict { continue }
-            if case .failed(let code) = verdict {
-                precondition(fed >= ClientHandshake.serverMinimumLength, "an error before 96 bytes")
-                if code == TransportError.Code.obfs4ServerMarkNotFound.rawValue {
-                    precondition(fed >= ClientHandshake.maximumHandshakeLength, "gave up on the mark before 8192 bytes")
-                }
-            }
-            return
+            verdict = Verdict { () throws(TransportError) in try reader.feed(read) }
+            if verdict != .waiting { break }
         }
-        precondition(fed < ClientHandshake.maximumHandshakeLength, "no verdict after 8192 bytes")
+        // The whole-buffer parser agrees: the same verdict on the bytes up to that read, and
+        // "need more" on the bytes before it.
+        let reference = Verdict { () throws(TransportError) in try client.parseResponse(Array(reply.prefix(fed))) }
+        precondition(verdict == reference, "read by read the reader said \(verdict), the whole-buffer parser \(reference)")
+        if verdict != .waiting && fedBefore > 0 {
+            let earlier = Verdict { () throws(TransportError) in try client.parseResponse(Array(reply.prefix(fedBefore))) }
+            precondition(earlier == .waiting, "the whole-buffer parser had a verdict a read earlier: \(earlier)")
+        }
+        switch verdict {
+        case .waiting:
+            precondition(fed < ClientHandshake.maximumHandshakeLength, "no verdict after 8192 bytes")
+        case .failed(let code):
+            precondition(fed >= ClientHandshake.serverMinimumLength, "an error before 96 bytes")
+            if code == TransportError.Code.obfs4ServerMarkNotFound.rawValue {
+                precondition(fed >= ClientHandshake.maximumHandshakeLength, "gave up on the mark before 8192 bytes")
+            }
+        case .done:
+            break
+        }
     }
 
     private static func realServer(_ body: [UInt8], sizes: ArraySlice<UInt8>, flip: UInt8) {
