@@ -107,3 +107,56 @@ extension TestBedSuite {
         #expect(run.interruptAndWait() == 0, "output: \(output)")
     }
 }
+
+/// A hostile Nostr relay of ours (hostile_ws_peer.py) next to a real relay, against a real
+/// `postern nostr listen` through its own tor: the listener stays up, stays under the RSS bound,
+/// reports the hostile relay's oversize message as a typed 1009 close, and still receives a
+/// message sent through the good relay.
+extension TestBedSuite {
+    @Test(arguments: ["huge-event", "endless-events", "invalid-json"])
+    func aHostileRelayDoesNotStopTheGoodOne(_ mode: String) async throws {
+        let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
+        try bed.setCensor("none")
+        let state = TestBed.temporaryDirectory("hostile-relay-\(mode)")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let hostile = try PeerProcess(script: "hostile_ws_peer.py", arguments: ["127.0.4.9", "8531", mode])
+        defer { hostile.stop() }
+        let good = try PeerProcess(script: "relay_peer.py", arguments: ["127.0.4.9", "8532", state.appendingPathComponent("relay").path])
+        defer { good.stop() }
+        _ = try await hostile.port()
+        _ = try await good.port()
+        let postern = ProcessRunner.postern
+        let torOptions = ["--tor-options-file", bed["TB_CLIENT_TORRC"], "--timeout", "150"]
+        let aliceKey = state.appendingPathComponent("alice.key").path, bobKey = state.appendingPathComponent("bob.key").path
+        let bobPublic = try ProcessRunner.run(postern, ["nostr", "key", "--key-file", bobKey]).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        _ = try ProcessRunner.run(postern, ["nostr", "key", "--key-file", aliceKey])
+
+        let listener = try RunningPostern(["nostr", "listen", "--count", "1", "--key-file", bobKey, "--socks", "39363",
+                                           "--config-dir", state.appendingPathComponent("bob").path,
+                                           "--relay", "ws://127.0.4.9:8531", "--relay", "ws://127.0.4.9:8532"] + torOptions)
+        defer { listener.terminate() }
+        _ = try await listener.waitForLine(containing: "listening as", timeout: 30)
+        // Let the hostile relay do its worst for a while before the good message comes.
+        _ = try await hostile.waitForLine(prefix: "CONNECTED", timeout: 90)
+        try await Task.sleep(for: .seconds(5))
+        // Still waiting for its one message: alive, and its peak so far is what the hostile relay cost.
+        let pid = listener.processIdentifier
+        #expect(listener.isRunning, "the listener died (\(mode)): \(listener.output.suffix(2000))")
+        let peak = ProcView.statusKiB(pid, "VmHWM") ?? 0
+        #expect(peak > 0 && peak < Self.hostilePeerRSSBoundKiB, "peak RSS \(peak) KiB")
+        print("hostile relay (\(mode)): listener \(pid) alive, peak RSS \(peak / 1024) MiB")
+        let sent = try ProcessRunner.run(postern, ["nostr", "send", "--to", bobPublic, "--key-file", aliceKey, "--socks", "39364",
+                                                   "--config-dir", state.appendingPathComponent("alice").path,
+                                                   "--relay", "ws://127.0.4.9:8532", "-"] + torOptions, stdin: "through the good relay\n")
+        #expect(sent.status == 0, "send: \(sent.stdout) \(sent.stderr)")
+        let received = try await listener.waitForLine(containing: "through the good relay", timeout: 90)
+        #expect(received != nil, "the listener never got the good relay's message (\(mode)): \(listener.output.suffix(2000))")
+        if mode == "huge-event" {
+            #expect(listener.output.contains("1009"), "the oversize event did not end its connection with 1009: \(listener.output.suffix(2000))")
+        }
+        // --count 1: the listener ends by itself once the message is printed.
+        for _ in 0..<100 where listener.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(!listener.isRunning || received == nil)
+    }
+}

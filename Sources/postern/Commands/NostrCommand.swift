@@ -125,7 +125,13 @@ struct NostrSession: Sendable {
                 ?? invocation.paths.stateDirectory.appendingPathComponent("tor-nostr")
             try await tor.start(TorConfiguration(dataDirectory: dataDirectory, socks: socks, options: options))
         }
-        let manager = NostrRelayManager(activation: activation, relays: relays)
+        // What happens to each relay connection (a relay that breaks the protocol, sends too much
+        // or goes silent ends its connection with a typed reason) goes to stderr; relay URLs are
+        // the user's public choice, not secrets.
+        let output = invocation.output
+        let manager = NostrRelayManager(activation: activation, relays: relays, log: { event in
+            output.error("postern nostr: relay \(event)")
+        })
         await manager.connect()
         return (tor, manager, activation)
     }
