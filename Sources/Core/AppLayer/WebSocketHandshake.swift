@@ -37,8 +37,7 @@ struct WebSocketHandshakeReader {
         received.append(contentsOf: bytes)
         let limit = min(received.count, Self.maximumHeadBytes + Self.terminator.count)
         if let end = Self.terminatorStart(in: received, from: min(searchFrom, limit), to: limit) {
-            let head = String(decoding: received[..<end], as: UTF8.self)
-            try Self.validate(head, key: key)
+            try Self.validate(received[..<end], key: key)
             return Array(received[(end + Self.terminator.count)...])
         }
         guard received.count < Self.maximumHeadBytes + Self.terminator.count else {
@@ -67,19 +66,36 @@ struct WebSocketHandshakeReader {
         Data(SHA1.digest(Array((key + WebSocketConnection.guid).utf8))).base64EncodedString()
     }
 
-    static func validate(_ head: String, key: String) throws(AppLayerError) {
-        let lines = head.components(separatedBy: "\r\n")
-        let statusParts = lines.first?.split(separator: " ") ?? []
-        guard statusParts.count >= 2, statusParts[0].hasPrefix("HTTP/1."), statusParts[1] == "101" else {
-            throw AppLayerError(.webSocketProtocol, "WebSocket handshake refused: \(String((lines.first ?? "").prefix(80)))")
+    /// Checks the head (without its final CR LF CR LF) byte by byte: status 101, Upgrade:
+    /// websocket, Connection: upgrade, the right Sec-WebSocket-Accept, no extension.
+    static func validate(_ head: ArraySlice<UInt8>, key: String) throws(AppLayerError) {
+        var lines: [ArraySlice<UInt8>] = []
+        var lineStart = head.startIndex
+        var index = head.startIndex
+        while index < head.endIndex {
+            if head[index] == 13, index + 1 < head.endIndex, head[index + 1] == 10 {
+                lines.append(head[lineStart..<index])
+                index += 2
+                lineStart = index
+            } else {
+                index += 1
+            }
+        }
+        lines.append(head[lineStart..<head.endIndex])
+        let statusLine = lines[0]
+        let statusParts = statusLine.split(separator: 0x20, omittingEmptySubsequences: true)
+        guard statusParts.count >= 2, statusParts[0].starts(with: Array("HTTP/1.".utf8)), Array(statusParts[1]) == Array("101".utf8) else {
+            throw AppLayerError(.webSocketProtocol, "WebSocket handshake refused: \(String(decoding: statusLine.prefix(80), as: UTF8.self))")
         }
         var headers: [String: String] = [:]
         for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
+            let name = String(decoding: trimmed(line[line.startIndex..<colon]).map(asciiLowercased), as: UTF8.self)
+            headers[name] = String(decoding: trimmed(line[(colon + 1)...]), as: UTF8.self)
         }
-        guard headers["upgrade"]?.lowercased() == "websocket",
-              headers["connection"]?.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "upgrade" }) == true else {
+        guard headers["upgrade"].map({ String(decoding: $0.utf8.map(asciiLowercased), as: UTF8.self) }) == "websocket",
+              headers["connection"]?.utf8.map(asciiLowercased).split(separator: UInt8(ascii: ","))
+                .contains(where: { Array(trimmed($0[...])) == Array("upgrade".utf8) }) == true else {
             throw AppLayerError(.webSocketProtocol, "handshake response lacks Upgrade: websocket / Connection: Upgrade")
         }
         guard headers["sec-websocket-accept"] == acceptValue(for: key) else {
@@ -88,6 +104,16 @@ struct WebSocketHandshakeReader {
         if let extensions = headers["sec-websocket-extensions"], !extensions.isEmpty {
             throw AppLayerError(.webSocketProtocol, "server selected an extension we did not offer")
         }
+    }
+
+    private static func asciiLowercased(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+
+    /// Without leading and trailing spaces and tabs.
+    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var lower = bytes.startIndex, upper = bytes.endIndex
+        while lower < upper, bytes[lower] == 0x20 || bytes[lower] == 0x09 { lower += 1 }
+        while upper > lower, bytes[upper - 1] == 0x20 || bytes[upper - 1] == 0x09 { upper -= 1 }
+        return bytes[lower..<upper]
     }
 }
 
