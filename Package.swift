@@ -114,6 +114,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("PluginHandshakeFuzzer", ["TransportBase"]),
     ("Obfs4HandshakeFuzzer", ["Obfs4Transport"]),
     ("Obfs4FrameFuzzer", ["Obfs4Transport"]),
+    ("Obfs4ClientHandshakeFuzzer", ["Obfs4Transport"]),
     ("SnowflakeEncapsulationFuzzer", ["SnowflakeTransport"]),
     ("KCPFuzzer", ["SnowflakeTransport"]),
     ("SmuxFuzzer", ["SnowflakeTransport"]),
@@ -124,6 +125,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("BrokerHTTPResponseFuzzer", ["SnowflakeTransport"]),
     ("GeoRelayCSVFuzzer", ["PosternCore"]),
     ("WebSocketFrameFuzzer", ["PosternCore"]),
+    ("WebSocketHandshakeFuzzer", ["PosternCore"]),
     ("NostrMessageFuzzer", ["PosternCore"]),
     ("WebtunnelUpgradeFuzzer", ["WebtunnelTransport", "TransportBase"]),
 ]

@@ -26,6 +26,7 @@ SKIPPED = [
     (re.compile(r"(^|/)torrc[^/]*$"), "a tor configuration a test wrote for a stock tor client (Bridge lines by design)"),
     (re.compile(r"(^|/)obfs4_(state\.json|bridgeline\.txt)(~\d+)?$"), "obfs4proxy's own server state (the bridge's side)"),
     (re.compile(r"(^|/)(builtin-bridges|builtins)\.(txt|json)(~\d+)?$"), "a built-in bridge list a test hands to --builtin-bridges (bridges by design)"),
+    (re.compile(r"(^|/)run-bridges\.txt(~\d+)?$"), "a bridge list a test hands to run --bridges-file, the documented way (bridges by design)"),
     (re.compile(r"\.pcapng?(~\d+)?$"), "a packet capture of a leak test: the wire, not a log"),
 ]
 # A file written atomically is kept under its temporary name and its final name (one inode); a

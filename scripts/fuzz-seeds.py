@@ -153,3 +153,21 @@ seed("WebtunnelUpgradeFuzzer", "reference", "HTTP/1.1 101 Switching Protocols\r\
 seed("WebtunnelUpgradeFuzzer", "nginx", "HTTP/1.1 101 Switching Protocols\r\nServer: nginx/1.22.1\r\nDate: Tue, 01 Dec 2026 08:21:18 GMT\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n\x16\x03\x03")
 seed("WebtunnelUpgradeFuzzer", "cover-page", "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 12\r\n\r\n<p>hello</p>")
 seed("WebtunnelUpgradeFuzzer", "bare-lf", "HTTP/1.0 101 Switching Protocols\nupgrade: WebSocket\nconnection: Upgrade\n\n")
+
+# WebSocket client handshake (HostileWebSocketTests' attacks): mode 0 arbitrary reply after a
+# read-size chunk; mode 6 the same behind a head padded to the cap; mode 1 a reply built by the harness.
+accept_head = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
+seed("WebSocketHandshakeFuzzer", "valid-with-frame", bytes([0, 3, 1, 7, 50]) + accept_head + bytes([0x81, 1, 0x41]))
+seed("WebSocketHandshakeFuzzer", "refused", bytes([0, 0]) + b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+seed("WebSocketHandshakeFuzzer", "endless-headers", bytes([0, 1, 200]) + b"HTTP/1.1 101 Switching Protocols\r\n" + b"X-Filler: aaaaaaaaaaaaaaaa\r\n" * 40)
+seed("WebSocketHandshakeFuzzer", "at-the-cap", bytes([6 | (4 << 3), 0]) + b"\r\n\r\n")
+seed("WebSocketHandshakeFuzzer", "lf-only", bytes([0, 0]) + accept_head.replace(b"\r\n", b"\n"))
+seed("WebSocketHandshakeFuzzer", "built", bytes([1, 2, 1, 5, 0x03, 0x21]) + b"abcdefghijkl" + bytes([0x80]) + bytes([0x81, 2]) + b"hi")
+
+# obfs4 client handshake state machine: mode%8==7 a real server reply (padding length, padding,
+# frames as length/padding headers), else an arbitrary reply; byte 1 = number of read sizes.
+seed("Obfs4ClientHandshakeFuzzer", "real-small-reads", bytes([7, 4, 0, 9, 200, 255, 0, 40]) + bytes(40) + bytes([0, 5, 2]) + b"hello" + bytes([0, 0, 200]))
+seed("Obfs4ClientHandshakeFuzzer", "real-max-padding", bytes([7, 0, 0x1f, 0xa0]) + bytes(range(256)) * 4 + bytes([5, 0x93, 0]) + bytes(1427))
+seed("Obfs4ClientHandshakeFuzzer", "real-flipped", bytes([7 | (0x11 << 3), 1, 100, 0, 16]) + bytes(16) + bytes([0, 3, 0]) + b"abc")
+seed("Obfs4ClientHandshakeFuzzer", "random-reply", bytes([0, 3, 31, 63, 127]) + bytes((i * 37) & 0xFF for i in range(600)))
+seed("Obfs4ClientHandshakeFuzzer", "max-padding-no-mark", bytes([0, 2, 255, 255]) + bytes((i * 101) & 0xFF for i in range(8300)))

@@ -1,3 +1,4 @@
+import BridgeConfig
 import Foundation
 import Synchronization
 import TransportBase
@@ -5,10 +6,16 @@ import TransportBase
 /// Runs the in-process PT SOCKS listeners that tor's `ClientTransportPlugin NAME socks5
 /// 127.0.0.1:PORT` lines point at: one per transport that some bridge in use needs, none for the
 /// others. The registry comes from the executable; transports never know about each other.
+///
+/// Every listener is restricted (``SocksAdmission``): it accepts only the bridges given to
+/// ``admit(_:)``, which are the bridges this run hands tor, so another local user cannot use it as
+/// a tunnel to anywhere. Until ``admit(_:)`` is called a listener accepts nothing.
 public final class TransportHost: Sendable {
     private let registry: TransportRegistry
     private let events: TransportEventSink
     private let listeners = Mutex<[String: PTSocksServer]>([:])
+    /// The admitted bridges per transport, applied to listeners started later too.
+    private let admitted = Mutex<[String: [SocksAdmission.Bridge]]>([:])
 
     public init(registry: TransportRegistry, events: TransportEventSink = .discard) {
         self.registry = registry
@@ -23,7 +30,7 @@ public final class TransportHost: Sendable {
     public func ensure(_ names: [String]) throws(TorCoreError) -> [String: UInt16] {
         var transports: [String: any PluggableTransport] = [:]
         for name in names {
-            guard let transportName = TransportName(name), let transport = registry.transport(named: transportName) else {
+            guard let transportName = TransportBase.TransportName(name), let transport = registry.transport(named: transportName) else {
                 throw TorCoreError(.invalidConfiguration, kind: .usage,
                                    "the \(name) transport is not available in this build (available: \(availableTransports.joined(separator: ", "))); an external client can serve it: 'postern transport plugin add \(name) PATH'")
             }
@@ -35,8 +42,10 @@ public final class TransportHost: Sendable {
                 running[name] = nil
             }
             for (name, transport) in transports where running[name] == nil {
+                let allowed = admitted.withLock { $0[name] ?? [] }
                 do {
-                    running[name] = try PTSocksServer(transport: transport, events: events)
+                    running[name] = try PTSocksServer(transport: transport, events: events,
+                                                      admission: .restricted(to: allowed))
                 } catch {
                     return .failure(TorCoreError(.invalidConfiguration, "cannot start the \(name) listener: \(error)"))
                 }
@@ -44,6 +53,22 @@ public final class TransportHost: Sendable {
             return .success(running.mapValues(\.port))
         }
         return try result.get()
+    }
+
+    /// The bridges tor will dial from now on (exactly the `Bridge` lines it is given, placeholder
+    /// addresses included): each transport's listener accepts those and nothing else. A line whose
+    /// address is not an IP literal cannot be dialled by tor and is not admitted.
+    public func admit(_ bridges: [BridgeLine]) {
+        var byTransport: [String: [SocksAdmission.Bridge]] = [:]
+        for line in bridges where !line.transport.isVanilla {
+            guard let endpoint = try? TransportEndpoint(parsing: line.address.description) else { continue }
+            let arguments = TransportArguments(line.arguments.map { TransportArguments.Pair(key: $0.key, value: $0.value) })
+            byTransport[line.transport.rawValue, default: []].append(SocksAdmission.Bridge(endpoint: endpoint, arguments: arguments))
+        }
+        admitted.withLock { $0 = byTransport }
+        listeners.withLock { running in
+            for (name, listener) in running { listener.admission.allow(byTransport[name] ?? []) }
+        }
     }
 
     /// Stops every listener and waits for their sessions to end.

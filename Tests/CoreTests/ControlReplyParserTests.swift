@@ -61,6 +61,24 @@ import Testing
         #expect(throws: TorCoreError.self) { _ = try parser.feed(line) }
     }
 
+    /// Caps (issue 12): one line over 1 MiB, or a reply over 16 MiB in total (a data block that
+    /// never ends), is a typed error, not an ever-growing reply; the parser is usable afterwards.
+    @Test func oversizeLinesAndRepliesAreRejected() throws {
+        var parser = ControlReplyParser()
+        let long = "250-" + String(repeating: "x", count: ControlReplyParser.maximumLineBytes)
+        #expect(throws: TorCoreError.self) { _ = try parser.feed(long) }
+        #expect(!parser.isInsideReply)
+        _ = try parser.feed("250+ns/all=")
+        let line = String(repeating: "r", count: 64 * 1024)
+        var failed = false
+        for _ in 0..<(ControlReplyParser.maximumReplyBytes / line.utf8.count + 2) {
+            do { _ = try parser.feed(line) } catch { failed = true; break }
+        }
+        #expect(failed, "a data block over 16 MiB was accepted")
+        #expect(!parser.isInsideReply)
+        #expect(try parser.feed("250 OK")?.isSuccess == true)
+    }
+
     @Test func statusChangeInsideOneReplyIsRejected() throws {
         var parser = ControlReplyParser()
         _ = try parser.feed("250-first")

@@ -108,3 +108,23 @@ import Testing
         #expect(throws: AppLayerError.self) { try NIP17.unwrap(wrap, recipient: mallory) }
     }
 }
+
+/// Hostile relay messages (issue 12): numbers no event has, nesting no parser should follow, and
+/// garbage are dropped (nil), never a trap.
+@Suite struct HostileNostrMessageTests {
+    @Test(arguments: [
+        #"["EVENT","s",{"id":"00","pubkey":"00","created_at":1e300,"kind":-1e300,"tags":[],"content":"x","sig":"00"}]"#,
+        #"["EVENT","s",{"id":"00","pubkey":"00","created_at":18446744073709551616,"kind":1,"tags":[],"content":"x","sig":"00"}]"#,
+        #"["EVENT","s",{"id":"00","pubkey":"00","created_at":1,"kind":1,"tags":[[1,2]],"content":"x","sig":"00"}]"#,
+        #"["EVENT"]"#, #"["OK"]"#, #"["EOSE",7]"#, #"[]"#, #"{}"#, #"["EVENT",{{{"#, "\u{0}\u{1}",
+    ])
+    func malformedRelayMessagesAreDropped(_ text: String) {
+        #expect(NostrRelayMessage(parsing: text, relay: "wss://relay.example") == nil)
+    }
+
+    /// 100,000 nested arrays: the JSON parser refuses the depth instead of recursing off the stack.
+    @Test func deepNestingIsDropped() {
+        #expect(NostrRelayMessage(parsing: String(repeating: "[", count: 100_000), relay: "wss://relay.example") == nil)
+        #expect(NostrRelayMessage(parsing: "[\"EVENT\",\"s\"," + String(repeating: "{\"a\":", count: 50_000) + "1", relay: "wss://relay.example") == nil)
+    }
+}

@@ -43,6 +43,19 @@ extension TestBedSuite {
     /// directory or any DNS server — only the tor core's own attempts at the network. Once the
     /// censor lifts, the queued events are delivered through Tor.
     @Test func failClosedSendsNothingWhileTorIsBlockedThenDeliversTheQueue() async throws {
+        try await runLeakProof(proxyEnvironment: false)
+    }
+
+    /// The same proof with the environment trying to route around Tor (issue 12): NO_PROXY=*,
+    /// no_proxy=*, and ALL_PROXY/all_proxy/http_proxy/HTTPS_PROXY naming a decoy proxy on
+    /// loopback. Still 0 app-layer packets while blocked, 0 DNS, and the decoy is never contacted
+    /// (neither a packet to its port in the capture nor a connection it accepted); afterwards the
+    /// queue is delivered through Tor as before.
+    @Test func failClosedHoldsWithNoProxyAndProxyVariablesInTheEnvironment() async throws {
+        try await runLeakProof(proxyEnvironment: true)
+    }
+
+    private func runLeakProof(proxyEnvironment: Bool) async throws {
         let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
         try bed.setCensor("none")
         let state = TestBed.temporaryDirectory("applayer-leak")
@@ -55,10 +68,29 @@ extension TestBedSuite {
         defer { httpPeer.stop() }
         _ = try await relayPeer.port()
         _ = try await httpPeer.port()
+        // The decoy: an HTTP server that prints one line per request it gets (a proxy request is
+        // a request too); it must print none.
+        let decoyPeer = try PeerProcess(script: "http_peer.py", arguments: ["127.0.4.8", "8523", state.appendingPathComponent("www").path])
+        defer { decoyPeer.stop() }
+        _ = try await decoyPeer.port()
+        if proxyEnvironment {
+            // This test runs in a process of its own (scripts/run-tests.sh), so the variables
+            // reach nothing else; they are set before any curl handle exists.
+            let decoy = "http://127.0.4.8:8523"
+            for (name, value) in ["NO_PROXY": "*", "no_proxy": "*", "ALL_PROXY": decoy, "all_proxy": decoy,
+                                  "http_proxy": decoy, "HTTPS_PROXY": decoy, "https_proxy": decoy] {
+                setenv(name, value, 1)
+            }
+        }
+        defer {
+            if proxyEnvironment {
+                for name in ["NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy", "HTTPS_PROXY", "https_proxy"] { unsetenv(name) }
+            }
+        }
 
         // App-layer destinations: relay, directory, any DNS. (The censor drops the core's packets to the
         // tor network in the output hook, before `lo`, so those are counted from nftables instead.)
-        let capture = try Capture(filter: "tcp port 8521 or tcp port 8522 or port 53", directory: state)
+        let capture = try Capture(filter: "tcp port 8521 or tcp port 8522 or tcp port 8523 or port 53", directory: state)
         defer { capture.stop() }
         try await capture.waitUntilCapturing()
         try bed.setCensor("block-tor")
@@ -128,9 +160,11 @@ extension TestBedSuite {
         let leaks = blockedWindow.filter { appLayerPorts.contains($0.destinationPort) }
         #expect(leaks.isEmpty, "packets to the relay/directory/DNS while Tor was blocked: \(leaks.prefix(5).map { "\($0.source)->\($0.destination):\($0.destinationPort)" })")
         #expect(packets.filter { $0.destinationPort == 53 }.isEmpty, "no DNS at any time")
+        #expect(packets.filter { $0.destinationPort == 8523 }.isEmpty, "a packet went to the decoy proxy")
+        #expect(!decoyPeer.output.contains { $0.hasPrefix("REQUEST") }, "the decoy proxy got a request: \(decoyPeer.output)")
         let delivered = packets.filter { $0.time >= unblockedAt && $0.destinationPort == 8521 }
         #expect(!delivered.isEmpty, "after the censor lifts, the relay is reached (through the exit)")
-        print("leak-proof: \(coreAttempts) packets of the tor core dropped by the censor, \(leaks.count) app-layer packets captured while blocked; \(delivered.count) to the relay after unblock")
+        print("leak-proof\(proxyEnvironment ? " (NO_PROXY=*, proxy variables -> decoy)" : ""): \(coreAttempts) packets of the tor core dropped by the censor, \(leaks.count) app-layer packets captured while blocked; \(delivered.count) to the relay after unblock")
         await tor.shutdown()
     }
 }

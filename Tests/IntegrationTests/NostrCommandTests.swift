@@ -30,9 +30,12 @@ extension TestBedSuite {
         let listenArguments = ["nostr", "listen", "--count", "1", "--key-file", bobKey, "--socks", "39121",
                                "--config-dir", state.appendingPathComponent("bob").path] + common
         let listener = Task.detached { try ProcessRunner.run(postern, listenArguments) }
+        // The documented way: the message on standard input, never in argv.
         let sent = try ProcessRunner.run(postern, ["nostr", "send", "--to", bobPublic, "--key-file", aliceKey, "--socks", "39122",
-                                                   "--config-dir", state.appendingPathComponent("alice").path] + common + ["hello from the cli"])
+                                                   "--config-dir", state.appendingPathComponent("alice").path] + common + ["-"],
+                                         stdin: "hello from the cli\n")
         #expect(sent.status == 0, "send: \(sent.stdout) \(sent.stderr)")
+        #expect(!sent.stderr.contains("warning"), "\(sent.stderr)")
         #expect(sent.stdout.hasPrefix("sent "))
         let listened = try await listener.value
         #expect(listened.status == 0, "listen: \(listened.stdout) \(listened.stderr)")

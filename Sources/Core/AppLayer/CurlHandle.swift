@@ -44,11 +44,18 @@ final class CurlHandle: @unchecked Sendable {
 
     /// Applies the route: a SOCKS5 proxy with remote name resolution (socks5h) and per-destination
     /// credentials, or explicitly no proxy at all (an empty proxy also ignores *_proxy variables).
+    ///
+    /// The environment must not be able to route around Tor. An explicit CURLOPT_PROXY overrides
+    /// ALL_PROXY, http_proxy and HTTPS_PROXY, but libcurl still reads NO_PROXY/no_proxy whenever
+    /// CURLOPT_NOPROXY is unset, and `NO_PROXY=*` would send the request (DNS included) direct.
+    /// An empty CURLOPT_NOPROXY means "no host bypasses the proxy", whatever the environment says.
+    /// Tests/CoreTests/ProxyEnvironmentTests.swift shows each variable failing to reroute.
     func apply(route: NetworkRoute, isolation: String, host: String) throws(AppLayerError) {
         try Self.refuseOnionOutsideTor(host: host, route: route)
         switch route {
         case .tor(let socks):
             try set(CURLOPT_PROXY, "socks5h://\(socks.description)")
+            try set(CURLOPT_NOPROXY, "")
             // Distinct credentials per destination: IsolateSOCKSAuth puts each on its own circuit.
             try set(CURLOPT_PROXYUSERNAME, isolation)
             try set(CURLOPT_PROXYPASSWORD, "postern")

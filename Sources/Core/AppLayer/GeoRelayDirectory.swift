@@ -182,6 +182,12 @@ public actor GeoRelayDirectory {
 }
 
 /// The directory's CSV format and its validation. One bad row rejects the whole file.
+///
+/// The rule for this decoder, as for every decoder of network input in Postern: no byte from the
+/// peer may trap, hang or grow memory without a stated cap. The body is capped at
+/// ``maximumBytes`` by the HTTP client before it is parsed, rows at ``maximumRows``; numbers are
+/// parsed with failable initialisers (a port outside 1…65535, a non-finite or out-of-range
+/// coordinate rejects the file); errors quote at most 80 characters of a field.
 public enum GeoRelayCSV {
     public static let maximumBytes = 512 * 1024
     public static let maximumRows = 5000

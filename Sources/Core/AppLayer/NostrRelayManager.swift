@@ -29,6 +29,13 @@ public enum NostrRelayState: Sendable, Hashable {
 /// meanwhile queue (``FailClosedQueue``, 200) and go out once connected. Subscriptions waiting for a
 /// connection are kept per relay (64 at most, 600 s each). Reconnects back off 1 s doubling to
 /// 300 s with ±20% jitter; after 10 attempts a relay cools down for 600 s.
+///
+/// A relay is a peer like any other (docs/SECURITY.md, "Caps and deadlines"): a message is at most
+/// ``WebSocketConnection/maximumInboundMessageBytes`` (a bigger one closes the connection with
+/// 1009, then the relay is retried with backoff); invalid JSON, unknown messages and events that do
+/// not verify are dropped; at most ``maximumQueuedMessages`` parsed messages wait for the consumer of
+/// ``messages`` (newer ones are dropped and logged, so an endless stream costs bounded memory); at
+/// most ``maximumSubscriptions`` subscriptions per relay.
 public actor NostrRelayManager {
     public static let builtinRelays: [String] = NostrRelayURL.builtin.map(\.rawValue)
     public static let initialBackoff = 1.0
@@ -37,6 +44,8 @@ public actor NostrRelayManager {
     public static let cooldown = 600.0
     public static let pendingSubscriptionCap = 64
     public static let pendingSubscriptionTTL = 600.0
+    public static let maximumQueuedMessages = 4096
+    public static let maximumSubscriptions = 256
 
     /// The relays private messages go to: built-ins plus the user's custom relays.
     public static func relays(for configuration: BridgeConfiguration) -> [String] {
@@ -60,13 +69,15 @@ public actor NostrRelayManager {
     private let log: AppLayerLogger?
     private var relays: [String: Relay] = [:]
     private let messagesContinuation: AsyncStream<NostrRelayMessage>.Continuation
+    /// Messages dropped because the consumer of ``messages`` fell ``maximumQueuedMessages`` behind.
+    public private(set) var droppedMessages = 0
     /// Everything every relay says. One consumer.
     public nonisolated let messages: AsyncStream<NostrRelayMessage>
 
     public init(activation: NetworkActivationService, relays: [String], log: AppLayerLogger? = nil) {
         self.activation = activation
         self.log = log
-        (messages, messagesContinuation) = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        (messages, messagesContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(Self.maximumQueuedMessages))
         for url in relays { self.relays[url] = Relay(url: url) }
     }
 
@@ -100,6 +111,11 @@ public actor NostrRelayManager {
     public func subscribe(id: String, filterJSON: String, only: [String]? = nil) {
         let request = "[\"REQ\",\(NostrJSON.quote(id)),\(filterJSON)]"
         for relay in targets(only) {
+            if relay.subscriptions[id] == nil && relay.subscriptions.count >= Self.maximumSubscriptions {
+                log?(AppLayerLogEvent(component: "nostr \(relay.url)",
+                                      message: "subscription \(id) refused: \(Self.maximumSubscriptions) subscriptions are open"))
+                continue
+            }
             if relay.connection == nil && relay.subscriptions[id] == nil {
                 // Pending: cap 64 per relay, oldest pending dropped.
                 if relay.pendingSince.count >= Self.pendingSubscriptionCap,
@@ -196,11 +212,22 @@ public actor NostrRelayManager {
 
     private func handle(_ message: WebSocketMessage, from relay: String) {
         guard case .text(let text) = message, let parsed = NostrRelayMessage(parsing: text, relay: relay) else { return }
-        messagesContinuation.yield(parsed)
+        if case .dropped = messagesContinuation.yield(parsed) {
+            droppedMessages += 1
+            if droppedMessages == 1 || droppedMessages % 1000 == 0 {
+                log?(AppLayerLogEvent(component: "nostr \(relay)",
+                                      message: "\(droppedMessages) messages dropped: the reader is \(Self.maximumQueuedMessages) behind"))
+            }
+        }
     }
 }
 
 extension NostrRelayMessage {
+    // The rule for this decoder, as for every decoder of network input in Postern: no byte from
+    // the relay may trap, hang or grow memory without a stated cap. A message is at most the
+    // WebSocket cap (512 KiB) when it gets here; JSONSerialization refuses deep nesting with an
+    // error; every array index is behind a count check; numbers arrive as NSNumber, whose intValue
+    // saturates rather than traps (a created_at of 1e300 just fails the id check).
     /// One relay → client message (NIP-01 EVENT, EOSE, OK, NOTICE, CLOSED); nil for anything else,
     /// including events that fail their id or signature check (a relay cannot forge). `package`
     /// access: the manager and the `NostrMessageFuzzer` target use it.

@@ -10,15 +10,35 @@ import Glibc
 ///
 /// The curl handle belongs to one dedicated thread, which writes queued frames and reads; the async
 /// side sees ``messages`` and enqueues sends. A close frame from the server ends ``messages``
-/// normally (``closeStatus`` says why); a protocol violation, an oversize message (1009) or a lost
-/// connection ends it with an ``AppLayerError``.
+/// normally (``closeStatus`` says why); a protocol violation, an oversize message (1009), a silent
+/// (half-open) connection or a lost connection ends it with an ``AppLayerError``.
+///
+/// What a server can make this connection hold is capped (docs/SECURITY.md, "Caps and deadlines"):
+/// one message of ``maximumInboundMessageBytes`` being reassembled, ``maximumQueuedMessages``
+/// delivered and not yet read (then the thread stops reading, so TCP pushes back on the server),
+/// ``maximumPongBacklogBytes`` of answers to its pings waiting to go out, the last
+/// ``maximumRememberedPongs`` pongs, and ``maximumOutboxBytes`` of our own frames queued.
 public final class WebSocketConnection: @unchecked Sendable {
     public static let maximumInboundMessageBytes = 512 * 1024
+    /// Messages received and not yet taken from ``messages``; the reading thread waits beyond this.
+    public static let maximumQueuedMessages = 64
+    /// A ping is answered only while less than this is waiting to be sent: a server that pings and
+    /// never reads cannot make us buffer pongs without end (RFC 6455 §5.5.3 allows answering only
+    /// the latest ping).
+    public static let maximumPongBacklogBytes = 16 * 1024
+    public static let maximumRememberedPongs = 16
+    /// Our own frames waiting for the server to read them; ``send(_:)`` fails beyond this.
+    public static let maximumOutboxBytes = 4 * 1024 * 1024
+    /// Silence from the server this long ends the connection as half-open; after half of it we
+    /// send a ping, which any live server answers.
+    public static let defaultIdleTimeout: Duration = .seconds(90)
     static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
     public let url: URL
-    public let messages: AsyncThrowingStream<WebSocketMessage, Error>
+    public let messages: WebSocketMessages
     private let continuation: AsyncThrowingStream<WebSocketMessage, Error>.Continuation
+    private let queueCredits: DispatchSemaphore
+    private let idleTimeout: Duration
     /// Owned by the connection's thread; released (closing the socket) when the thread ends.
     private var handle: CurlHandle?
     private let socket: Int32
@@ -34,8 +54,10 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     /// The status from the server's close frame (or 1006 when the stream just ended).
     public var closeStatus: WebSocketCloseStatus? { lock.withLock { receivedClose } }
-    /// Payloads of the pongs received so far (answers to ``ping(_:)``).
+    /// Payloads of the last pongs received (answers to ``ping(_:)``), at most ``maximumRememberedPongs``.
     public var receivedPongs: [[UInt8]] { lock.withLock { pongs } }
+    /// Bytes of our frames not yet taken by the server (tests check the pong backlog with it).
+    var pendingOutboundBytes: Int { lock.withLock { outbox.count } }
 
     /// Opens the connection: TCP (through SOCKS when the route says so), TLS for wss (certificate
     /// and host name verified; `certificateAuthorityFile` adds a private CA), the opening handshake;
@@ -43,7 +65,8 @@ public final class WebSocketConnection: @unchecked Sendable {
     public static func connect(to url: URL, route: NetworkRoute, isolation: String? = nil,
                                timeout: Duration = .seconds(30),
                                certificateAuthorityFile: String? = nil,
-                               maximumMessageBytes: Int = maximumInboundMessageBytes) async throws(AppLayerError) -> WebSocketConnection {
+                               maximumMessageBytes: Int = maximumInboundMessageBytes,
+                               idleTimeout: Duration = defaultIdleTimeout) async throws(AppLayerError) -> WebSocketConnection {
         guard let scheme = url.scheme?.lowercased(), scheme == "ws" || scheme == "wss", let host = url.host, !host.isEmpty else {
             throw AppLayerError(.invalidURL, kind: .usage, "not a ws:// or wss:// URL: \(url.absoluteString)")
         }
@@ -67,14 +90,16 @@ public final class WebSocketConnection: @unchecked Sendable {
             try CurlHandle.check(ccurl_getinfo_socket(handle.pointer, &socket), "active socket")
             let leftover = try handshake(handle: handle, socket: socket, url: url, host: hostPart, port: port,
                                          secure: secure, timeout: timeout)
-            let connection = try WebSocketConnection(url: url, handle: handle, socket: socket, maximumMessageBytes: maximumMessageBytes)
+            let connection = try WebSocketConnection(url: url, handle: handle, socket: socket, maximumMessageBytes: maximumMessageBytes,
+                                                     idleTimeout: idleTimeout)
             connection.start(initialBytes: leftover)
             return connection
         }
     }
 
-    private init(url: URL, handle: CurlHandle, socket: Int32, maximumMessageBytes: Int) throws(AppLayerError) {
+    private init(url: URL, handle: CurlHandle, socket: Int32, maximumMessageBytes: Int, idleTimeout: Duration) throws(AppLayerError) {
         self.url = url
+        self.idleTimeout = idleTimeout
         self.handle = handle
         self.socket = socket
         parser = WebSocketFrameParser(maximumMessageBytes: maximumMessageBytes)
@@ -84,7 +109,12 @@ public final class WebSocketConnection: @unchecked Sendable {
         _ = fcntl(fds[1], F_SETFL, O_NONBLOCK)
         wakeRead = fds[0]
         wakeWrite = fds[1]
-        (messages, continuation) = AsyncThrowingStream.makeStream(bufferingPolicy: .unbounded)
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: WebSocketMessage.self, throwing: Error.self,
+                                                                    bufferingPolicy: .unbounded)
+        self.continuation = continuation
+        let credits = DispatchSemaphore(value: Self.maximumQueuedMessages)
+        queueCredits = credits
+        messages = WebSocketMessages(stream: stream, credits: credits)
     }
 
     deinit {
@@ -125,13 +155,19 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     private func enqueue(_ bytes: [UInt8]) throws(AppLayerError) {
-        let accepted = lock.withLock { () -> Bool in
-            guard !closeSent, !finished else { return false }
+        enum Verdict { case accepted, closed, full }
+        let verdict = lock.withLock { () -> Verdict in
+            guard !closeSent, !finished else { return .closed }
+            guard outbox.count + bytes.count <= Self.maximumOutboxBytes else { return .full }
             outbox += bytes
-            return true
+            return .accepted
         }
-        guard accepted else { throw AppLayerError(.webSocketClosed, "the WebSocket to \(url.host ?? "") is closed") }
-        wake()
+        switch verdict {
+        case .accepted: wake()
+        case .closed: throw AppLayerError(.webSocketClosed, "the WebSocket to \(url.host ?? "") is closed")
+        case .full:
+            throw AppLayerError(.tooLarge, "the WebSocket server is not reading: over \(Self.maximumOutboxBytes) bytes wait to be sent")
+        }
     }
 
     private func wake() {
@@ -153,7 +189,19 @@ public final class WebSocketConnection: @unchecked Sendable {
         do throws(AppLayerError) {
             if !initialBytes.isEmpty { try receive(initialBytes) }
             var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+            var lastHeard = ContinuousClock.now
+            var pinged = false
             while !lock.withLock({ finished }) {
+                // A half-open connection (the server vanished without FIN) reads nothing forever:
+                // ping once half-way through the idle timeout, give up at its end.
+                let silence = ContinuousClock.now - lastHeard
+                if silence >= idleTimeout {
+                    throw AppLayerError(.timedOut, "the WebSocket server sent nothing for \(idleTimeout) (half-open connection)")
+                }
+                if silence >= idleTimeout / 2 && !pinged {
+                    pinged = true
+                    lock.withLock { if !closeSent { outbox += WebSocketFrameEncoder.frame(.ping, payload: Array("postern-idle".utf8)) } }
+                }
                 let pending = try flushOutbox()
                 var fds = [pollfd(fd: socket, events: Int16(POLLIN) | (pending ? Int16(POLLOUT) : 0), revents: 0),
                            pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
@@ -173,6 +221,8 @@ public final class WebSocketConnection: @unchecked Sendable {
                         lock.withLock { finished = true }
                         break
                     }
+                    lastHeard = ContinuousClock.now
+                    pinged = false
                     try receive(buffer[0..<received])
                 }
             }
@@ -218,11 +268,21 @@ public final class WebSocketConnection: @unchecked Sendable {
         for event in events {
             switch event {
             case .message(let message):
+                // Wait for the reader to take one (it stops this thread reading, so the server's
+                // sends back up into TCP rather than into our memory).
+                while queueCredits.wait(timeout: .now() + .milliseconds(100)) == .timedOut {
+                    if lock.withLock({ finished }) { return }
+                }
                 continuation.yield(message)
             case .ping(let payload):
-                lock.withLock { if !closeSent { outbox += WebSocketFrameEncoder.frame(.pong, payload: payload) } }
+                lock.withLock {
+                    if !closeSent && outbox.count < Self.maximumPongBacklogBytes { outbox += WebSocketFrameEncoder.frame(.pong, payload: payload) }
+                }
             case .pong(let payload):
-                lock.withLock { pongs.append(payload) }
+                lock.withLock {
+                    pongs.append(payload)
+                    if pongs.count > Self.maximumRememberedPongs { pongs.removeFirst(pongs.count - Self.maximumRememberedPongs) }
+                }
             case .close(let status):
                 lock.withLock {
                     receivedClose = status ?? WebSocketCloseStatus(code: 1005)
@@ -277,51 +337,21 @@ public final class WebSocketConnection: @unchecked Sendable {
             try CurlHandle.check(code, "WebSocket handshake send")
             outgoing.removeFirst(sent)
         }
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-        let terminator: [UInt8] = [13, 10, 13, 10]
+        var reader = WebSocketHandshakeReader(key: key)
+        var buffer = [UInt8](repeating: 0, count: 4 * 1024)
         while true {
-            if let end = response.firstRange(of: terminator) {
-                let head = String(decoding: response[..<end.lowerBound], as: UTF8.self)
-                try validate(head, key: key)
-                return Array(response[end.upperBound...])
-            }
-            guard response.count < 16 * 1024 else { throw AppLayerError(.webSocketProtocol, "handshake response too long") }
             var received = 0
             let code = buffer.withUnsafeMutableBytes { curl_easy_recv(handle.pointer, $0.baseAddress, $0.count, &received) }
             if code == CURLE_AGAIN { try wait(socket, for: Int16(POLLIN), until: deadline); continue }
             try CurlHandle.check(code, "WebSocket handshake receive")
             guard received > 0 else { throw AppLayerError(.webSocketProtocol, "connection closed during the handshake") }
-            response += buffer[0..<received]
+            if let leftover = try reader.feed(buffer[0..<received]) { return leftover }
+            // A server that drips bytes never makes recv say "again": check the deadline here too.
+            guard ContinuousClock.now < deadline else { throw AppLayerError(.timedOut, "WebSocket handshake timed out") }
         }
     }
 
-    static func acceptValue(for key: String) -> String {
-        Data(SHA1.digest(Array((key + guid).utf8))).base64EncodedString()
-    }
-
-    private static func validate(_ head: String, key: String) throws(AppLayerError) {
-        let lines = head.components(separatedBy: "\r\n")
-        let statusParts = lines.first?.split(separator: " ") ?? []
-        guard statusParts.count >= 2, statusParts[1] == "101" else {
-            throw AppLayerError(.webSocketProtocol, "handshake refused: \(lines.first ?? "")")
-        }
-        var headers: [String: String] = [:]
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-        }
-        guard headers["upgrade"]?.lowercased() == "websocket",
-              headers["connection"]?.lowercased().split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "upgrade" }) == true else {
-            throw AppLayerError(.webSocketProtocol, "handshake response lacks Upgrade: websocket / Connection: Upgrade")
-        }
-        guard headers["sec-websocket-accept"] == acceptValue(for: key) else {
-            throw AppLayerError(.webSocketProtocol, "handshake response has a wrong Sec-WebSocket-Accept")
-        }
-        if let extensions = headers["sec-websocket-extensions"], !extensions.isEmpty {
-            throw AppLayerError(.webSocketProtocol, "server selected an extension we did not offer")
-        }
-    }
+    static func acceptValue(for key: String) -> String { WebSocketHandshakeReader.acceptValue(for: key) }
 
     private static func wait(_ socket: Int32, for events: Int16, until deadline: ContinuousClock.Instant) throws(AppLayerError) {
         let remaining = deadline - ContinuousClock.now
@@ -329,4 +359,24 @@ public final class WebSocketConnection: @unchecked Sendable {
         var fd = pollfd(fd: socket, events: events, revents: 0)
         _ = poll(&fd, 1, Int32(min(1000, remaining.components.seconds * 1000 + 1)))
     }
+}
+
+/// The messages a server sent, in order. Taking one lets the connection's thread read on (at most
+/// ``WebSocketConnection/maximumQueuedMessages`` wait here unread).
+public struct WebSocketMessages: AsyncSequence, Sendable {
+    public typealias Element = WebSocketMessage
+    let stream: AsyncThrowingStream<WebSocketMessage, Error>
+    let credits: DispatchSemaphore
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<WebSocketMessage, Error>.AsyncIterator
+        let credits: DispatchSemaphore
+        public mutating func next() async throws -> WebSocketMessage? {
+            let message = try await base.next()
+            if message != nil { credits.signal() }
+            return message
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: stream.makeAsyncIterator(), credits: credits) }
 }

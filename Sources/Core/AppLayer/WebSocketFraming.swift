@@ -9,6 +9,13 @@
 // A client masks every frame it sends with a fresh random key; a server never masks. Control frames
 // (8-10) carry at most 125 bytes, are never fragmented and may arrive between the fragments of a
 // message. A close payload is empty or a 2-byte code plus UTF-8 reason.
+//
+// The rule for this decoder, as for every decoder of network input in Postern: no byte from the
+// peer may trap, hang or grow memory without a stated cap. The 7/16/64-bit length is read into a
+// UInt64 (a 64-bit length with its top bit set is a 1002 violation) and compared with the message
+// cap minus what the message already holds before it is ever converted to Int or buffered, so a
+// length of 2^62 costs nothing (1009); control frames are at most 125 bytes. The parser holds at
+// most one message under the cap plus one read.
 import CSodium
 import Foundation
 

@@ -171,6 +171,10 @@ public final class ControlConnection: Sendable {
                     break reading
                 }
             }
+            if buffer.count > ControlReplyParser.maximumLineBytes {
+                reason = TorCoreError(.controlProtocol, "malformed control reply: a line over \(ControlReplyParser.maximumLineBytes) bytes")
+                break reading
+            }
         }
         close(reason: reason)
         Foundation.close(fileDescriptor)

@@ -6,6 +6,14 @@
 ///     EndReplyLine  = StatusCode SP ReplyLine
 ///
 /// Asynchronous events use status 650 and the same shape.
+///
+/// The rule for this decoder, as for every decoder of input Postern did not write: no byte may
+/// trap, hang or grow memory without a stated cap. The status is three ASCII digits checked before
+/// it is read as a number (0...999, no overflow); every index is behind a length check; a reply may
+/// hold at most `ControlReplyParser.maximumReplyBytes` and a line at most
+/// `ControlReplyParser.maximumLineBytes` (ControlConnection's reader enforces the line cap before
+/// a newline arrives), beyond which the reply is a `.controlProtocol` error. tor is in-process, but
+/// its replies quote what relays and bridges sent it.
 
 /// One line of a reply, with the data block that followed it when the separator was "+".
 public struct ControlReplyLine: Sendable, Hashable {
@@ -36,12 +44,23 @@ public struct ControlReply: Sendable, Hashable {
 
 /// Incremental parser: feed it one line at a time (without CRLF); it returns a reply when one ends.
 public struct ControlReplyParser: Sendable {
+    public static let maximumLineBytes = 1 << 20
+    public static let maximumReplyBytes = 16 << 20
     private var lines: [ControlReplyLine] = []
+    private var replyBytes = 0
     private var pendingData: (line: ControlReplyLine, body: [String])?
 
     public init() {}
 
     public mutating func feed(_ line: String) throws(TorCoreError) -> ControlReply? {
+        let length = line.utf8.count
+        guard length <= Self.maximumLineBytes else {
+            return try fail("a line of \(length) bytes (at most \(Self.maximumLineBytes))")
+        }
+        replyBytes += length
+        guard replyBytes <= Self.maximumReplyBytes else {
+            return try fail("a reply over \(Self.maximumReplyBytes) bytes")
+        }
         if var data = pendingData {
             if line == "." {
                 var finished = data.line
@@ -75,7 +94,7 @@ public struct ControlReplyParser: Sendable {
             return nil
         case UInt8(ascii: " "):
             lines.append(replyLine)
-            defer { lines = [] }
+            defer { lines = []; replyBytes = 0 }
             return ControlReply(lines: lines)
         default:
             return try fail("unknown separator after status \(status): \(Self.excerpt(line))")
@@ -88,6 +107,7 @@ public struct ControlReplyParser: Sendable {
     private mutating func fail(_ message: String) throws(TorCoreError) -> ControlReply? {
         lines = []
         pendingData = nil
+        replyBytes = 0
         throw TorCoreError(.controlProtocol, "malformed control reply: \(message)")
     }
 

@@ -5,10 +5,19 @@
 /// escaped `k=v;k=v`, split after 255 bytes into the password; a lone NUL password means empty) and
 /// CONNECTs to the bridge's IP:port. Arguments are validated before dialing; the SOCKS success reply
 /// is sent only after the transport's handshake has completed, then bytes are relayed both ways.
+///
+/// The rule for this decoder, as for every decoder of input from a peer (here: any local user):
+/// no byte may trap, hang or grow memory without a stated cap. Every length on the wire is one byte
+/// (methods, username, password: at most 255), read into a buffer of at most 255 + one 4 KiB read;
+/// ports and addresses are fixed-size; there is no arithmetic on a client's number beyond widening.
+/// The negotiation has a deadline (`negotiationTimeout`, 30 s), sessions are capped
+/// (``SocksAdmission/maximumSessions``) and a restricted listener refuses any destination that is
+/// not one of the run's bridges.
 public final class PTSocksServer: Sendable {
     public let transportName: TransportName
     private let listener: LoopbackListener
     private let acceptTask: Task<Void, Never>
+    public let admission: SocksAdmission
 
     /// The port tor should use (`127.0.0.1:port`).
     public var port: UInt16 { listener.port }
@@ -17,18 +26,29 @@ public final class PTSocksServer: Sendable {
     /// Binds 127.0.0.1:`port` (0 = a free port) and starts accepting.
     /// `negotiationTimeout` bounds the SOCKS exchange before CONNECT (not the transport's dial).
     /// `dialer` is how the transport reaches bridges (directly, or through tor's upstream proxy).
+    /// `admission` says which destinations and how many sessions at once (default: pt-spec's open
+    /// listener; `postern run`'s in-process listeners are restricted to its bridges).
     public init(transport: any PluggableTransport, port: UInt16 = 0, events: TransportEventSink = .discard,
-                dialer: OutboundDialer = .direct, negotiationTimeout: Duration = .seconds(30)) throws(TransportError) {
+                dialer: OutboundDialer = .direct, negotiationTimeout: Duration = .seconds(30),
+                admission: SocksAdmission = .open()) throws(TransportError) {
         let listener = try LoopbackListener(port: port)
         self.listener = listener
         self.transportName = transport.name
+        self.admission = admission
         acceptTask = Task {
             await withDiscardingTaskGroup { group in
                 while !Task.isCancelled {
                     guard let client = try? await listener.accept() else { break }
+                    guard admission.enter() else {
+                        client.close()
+                        events.emit(TransportEvent(kind: .clientRejected, severity: .warning, transport: transport.name,
+                                                   message: "SOCKS session refused: \(admission.maximumSessions) sessions are open"))
+                        continue
+                    }
                     group.addTask {
+                        defer { admission.leave() }
                         await SocksSession(client: client, transport: transport, context: DialContext(events: events, dialer: dialer),
-                                           negotiationTimeout: negotiationTimeout).run()
+                                           negotiationTimeout: negotiationTimeout, admission: admission).run()
                     }
                 }
                 group.cancelAll()
@@ -50,6 +70,7 @@ public final class PTSocksServer: Sendable {
 enum SocksReply: UInt8 {
     case succeeded = 0x00
     case generalFailure = 0x01
+    case notAllowed = 0x02
     case networkUnreachable = 0x03
     case hostUnreachable = 0x04
     case connectionRefused = 0x05
@@ -93,6 +114,7 @@ struct SocksSession {
     let transport: any PluggableTransport
     let context: DialContext
     let negotiationTimeout: Duration
+    let admission: SocksAdmission
     var events: TransportEventSink { context.events }
 
     private func reject(_ message: String) {
@@ -111,7 +133,7 @@ struct SocksSession {
             negotiated = try await withTimeout(negotiationTimeout, expired: {
                 client.abort(with: TransportError(code: .timedOut, kind: .timeout, message: "SOCKS negotiation timed out"))
             }) {
-                try await Self.negotiate(client: client, transport: transport)
+                try await Self.negotiate(client: client, transport: transport, admission: admission)
             }
         } catch {
             reject("SOCKS negotiation failed: \((error as? TransportError)?.message ?? "unexpected error")")
@@ -144,7 +166,8 @@ struct SocksSession {
     /// Greeting, RFC 1929 arguments, CONNECT. Returns the validated dial, the target and any bytes
     /// the client sent after its request. (Static and over any connection so that the fuzz target
     /// can drive it from memory: see `PTSocksFuzzEntry`.)
-    static func negotiate(client: any TransportConnection, transport: any PluggableTransport) async throws -> (PreparedDial, TransportEndpoint, [UInt8]) {
+    static func negotiate(client: any TransportConnection, transport: any PluggableTransport,
+                          admission: SocksAdmission) async throws -> (PreparedDial, TransportEndpoint, [UInt8]) {
         var reader = BufferedReader(socket: client)
         let version = try await reader.readByte()
         guard version == 5 else { throw Self.protocolError("SOCKS version \(version) is not supported (only 5)") }
@@ -194,6 +217,12 @@ struct SocksSession {
         guard target.port != 0 else {
             try await client.write(Self.reply(.generalFailure))
             throw Self.protocolError("port 0 is not a valid target")
+        }
+        // Never name the destination: it may be a bridge of somebody else's.
+        guard admission.admits(target, arguments) else {
+            try await client.write(Self.reply(.notAllowed))
+            throw TransportError(code: .destinationNotAllowed, kind: .invalidInput,
+                                 message: "refused a CONNECT to a destination that is not one of this run's bridges")
         }
         return (prepared, target, reader.buffer)
     }
@@ -276,7 +305,7 @@ struct SocksSession {
 package enum PTSocksFuzzEntry {
     /// Runs the server side of the negotiation over `client` (no listener, no dial).
     package static func negotiate(client: any TransportConnection, transport: any PluggableTransport) async throws -> (target: TransportEndpoint, early: [UInt8]) {
-        let (_, target, early) = try await SocksSession.negotiate(client: client, transport: transport)
+        let (_, target, early) = try await SocksSession.negotiate(client: client, transport: transport, admission: .open())
         return (target, early)
     }
 }

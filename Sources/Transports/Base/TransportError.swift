@@ -57,4 +57,6 @@ extension TransportError.Code {
     public static let timedOut = Self(rawValue: "timed-out")
     public static let cancelled = Self(rawValue: "cancelled")
     public static let socksProtocol = Self(rawValue: "socks-protocol")
+    /// A SOCKS CONNECT to something that is not one of the run's bridges (SocksAdmission).
+    public static let destinationNotAllowed = Self(rawValue: "destination-not-allowed")
 }

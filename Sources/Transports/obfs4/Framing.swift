@@ -13,6 +13,13 @@
 // Sizes: a whole frame is at most 1448 bytes (MaximumSegmentLength), so a packet is at most 1430 bytes
 // and carries at most 1427 payload bytes. Per-direction key material (72 bytes):
 // key[0:32) | noncePrefix[32:48) | sipKey[48:64) | sipIV[64:72).
+//
+// The rule for this decoder, as for every decoder of network input in Postern: no byte from the
+// peer may trap, hang or grow memory without a stated cap. The peer's numbers are the masked frame
+// length (XOR with our DRBG in UInt16, then range-checked to 16…1446 before anything is buffered
+// for it: an impossible length is `obfs4FrameLength`) and the payload length (checked against the
+// packet it sits in: `obfs4PacketFormat`). The nonce counter is ours and refuses to wrap
+// (`obfs4CounterExhausted`). The decoder holds at most one frame plus one read.
 
 import TransportBase
 

@@ -1,3 +1,15 @@
+// The obfs4 client handshake (spec §4–§7). What the server sends us:
+//
+//   Y'(32, Elligator2 representative) | AUTH(32) | P_S (0…8096 random bytes) | M_S(16) | MAC_S(16) | frames…
+//   M_S   = HMAC-SHA256-128(B | NODEID, Y')                     found by searching from byte 64
+//   MAC_S = HMAC-SHA256-128(B | NODEID, Y' | AUTH | P_S | M_S | E)   E = epoch hour, ASCII
+//
+// The rule for this decoder, as for every decoder of network input in Postern: no byte from the
+// peer may trap, hang or grow memory without a stated cap. The server picks no number we compute
+// with: P_S's length is only ever found by searching for M_S, and only within the first
+// `maximumHandshakeLength` (8192) bytes; a reply without a mark there is a typed error
+// (`obfs4ServerMarkNotFound`). The reader holds at most 8192 bytes plus one read; the wait for
+// them is bounded by `Obfs4Transport.handshakeTimeout`.
 import TransportBase
 
 extension TransportError.Code {
@@ -81,18 +93,28 @@ struct ClientHandshake: Sendable {
 
     /// Verifies the server's response. Returns nil while more bytes are needed.
     func parseResponse(_ buffer: [UInt8]) throws(TransportError) -> Outcome? {
+        var searchFrom = 0
+        return try parseResponse(buffer, resumingAt: &searchFrom)
+    }
+
+    /// The same, searching for the mark from `searchFrom` (earlier positions held no mark, so the
+    /// result is the same as a search from the start). On "need more" `searchFrom` moves to the
+    /// first position that may still begin a mark, so feeding a reply a byte at a time costs no
+    /// more than feeding it whole.
+    func parseResponse(_ buffer: [UInt8], resumingAt searchFrom: inout Int) throws(TransportError) -> Outcome? {
         guard buffer.count >= Self.serverMinimumLength else { return nil }
         let serverRepresentative = Array(buffer[0..<32])
         let serverAuth = Array(buffer[32..<64])
         let serverMark = hmac128(serverRepresentative)
         let windowEnd = min(buffer.count, Self.maximumHandshakeLength)
-        let searchStart = Self.representativeLength + Self.authLength
-        guard let position = Self.firstIndex(of: serverMark, in: buffer, from: searchStart, to: windowEnd),
-              position + Self.markLength + Self.macLength <= windowEnd else {
+        let searchStart = max(Self.representativeLength + Self.authLength, searchFrom)
+        let found = Self.firstIndex(of: serverMark, in: buffer, from: searchStart, to: windowEnd)
+        guard let position = found, position + Self.markLength + Self.macLength <= windowEnd else {
             if buffer.count >= Self.maximumHandshakeLength {
                 throw TransportError(code: .obfs4ServerMarkNotFound, kind: .protocolViolation,
                                      message: "the server's handshake has no valid mark within 8192 bytes")
             }
+            searchFrom = found ?? max(searchStart, windowEnd - Self.markLength + 1)
             return nil
         }
         let expectedMAC = hmac128(Array(buffer[0..<position + Self.markLength]), epochHour)
@@ -120,5 +142,23 @@ struct ClientHandshake: Sendable {
             index += 1
         }
         return nil
+    }
+}
+
+/// The client's side of the handshake over a byte stream: what `Obfs4Transport` runs on the
+/// socket, and the `Obfs4ClientHandshakeFuzzer` target on arbitrary reads. Holds at most
+/// ``ClientHandshake/maximumHandshakeLength`` bytes plus the last read.
+struct ClientHandshakeReader: Sendable {
+    let handshake: ClientHandshake
+    private(set) var received: [UInt8] = []
+    private var searchFrom = 0
+
+    init(handshake: ClientHandshake) { self.handshake = handshake }
+
+    /// One read from the server: the session keys once the reply verifies, nil while more is
+    /// needed; throws (typed) on a reply that cannot verify.
+    mutating func feed(_ bytes: some Collection<UInt8>) throws(TransportError) -> ClientHandshake.Outcome? {
+        received.append(contentsOf: bytes)
+        return try handshake.parseResponse(received, resumingAt: &searchFrom)
     }
 }

@@ -78,15 +78,14 @@ public struct Obfs4Transport: PluggableTransport {
 
     private static func runHandshake(_ handshake: ClientHandshake, on socket: TCPSocket) async throws -> ClientHandshake.Outcome {
         try await socket.write(handshake.request())
-        var received: [UInt8] = []
+        var reader = ClientHandshakeReader(handshake: handshake)
         while true {
             let chunk = try await socket.read(maximumCount: 16384)
             if chunk.isEmpty {
                 throw TransportError(code: .obfs4ServerClosed, kind: .protocolViolation,
                                      message: "the server closed the connection during the handshake")
             }
-            received += chunk
-            if let outcome = try handshake.parseResponse(received) { return outcome }
+            if let outcome = try reader.feed(chunk) { return outcome }
         }
     }
 }

@@ -3,6 +3,27 @@ import Foundation
 /// Reads the text a command was pointed at: `-` for standard input, otherwise a file path.
 /// Failures are `CommandFailure`s that name the source and the system's reason.
 enum InputReader {
+    /// A secret given as a command-line argument sits in /proc/PID/cmdline (readable by every
+    /// local user for as long as the process runs) and in shell history. It still works; this
+    /// says so on standard error and names the way that does not leak.
+    static func warnSecretOnCommandLine(_ what: String, instead: String, output: Output) {
+        output.error("postern: warning: \(what) on the command line can be read by every local user (ps, /proc/PID/cmdline) and stays in shell history; use \(instead) instead")
+    }
+
+    /// Bridge lines from a file or standard input for one run: one a line; blank lines, comments
+    /// (#, //) and a leading "Bridge " are skipped.
+    static func bridgeLines(from source: String, output: Output) throws(CommandFailure) -> [(number: Int, text: String)] {
+        let input = try read(source, output: output)
+        var lines: [(number: Int, text: String)] = []
+        for (index, raw) in input.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            var text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            if text.isEmpty || text.hasPrefix("#") || text.hasPrefix("//") { continue }
+            if text.hasPrefix("Bridge ") { text = String(text.dropFirst("Bridge ".count)).trimmingCharacters(in: .whitespaces) }
+            lines.append((index + 1, text))
+        }
+        return lines
+    }
+
     /// A paste is a few KiB; refuse anything absurd rather than filling memory.
     static let maximumSize = 4 << 20
 

@@ -32,9 +32,15 @@ extension Command {
 
     static let bridgesAdd = Command(
         name: "add",
-        summary: "Add bridge lines given as arguments, from a file, or from standard input",
-        synopsis: "LINE... | --file FILE | -",
-        details: pasteDetails + "\nGive each bridge line as one (quoted) argument; 'line N' in the report is argument N.",
+        summary: "Add bridge lines from standard input, a file, or arguments",
+        synopsis: "- | --file FILE | LINE...",
+        details: pasteDetails + """
+
+        Give the lines on standard input ('-') or in a file: arguments are visible to every local
+        user in the process list (/proc/PID/cmdline) and stay in shell history, so a bridge given as
+        an argument is stored with a warning on standard error. As arguments, give each bridge line
+        as one (quoted) argument; 'line N' in the report is argument N.
+        """,
         options: [.value("file", "FILE", "read the lines from FILE ('-' for standard input)")] + pasteOptions,
         run: { invocation in
             let positionals = invocation.arguments.positionals
@@ -62,6 +68,8 @@ extension Command {
                     ? piece : Redacted(piece, policy: invocation.loggingPolicy).description
                 throw invocation.usageError("'\(shown)' is not a whole bridge line: each argument is one line, so put each line in quotes, e.g. postern bridges add 'obfs4 ADDRESS FINGERPRINT cert=... iat-mode=0'")
             }
+            InputReader.warnSecretOnCommandLine("a bridge line", instead: "'postern bridges add -' (standard input) or --file FILE",
+                                                output: invocation.output)
             return try PasteImport(invocation: invocation, sourceName: "the arguments")
                 .run(text: positionals.joined(separator: "\n"))
         })

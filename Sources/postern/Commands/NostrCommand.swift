@@ -23,8 +23,14 @@ extension Command {
         subcommands: [.nostrSend, .nostrListen, .nostrKey])
 
     static let nostrSend = Command(
-        name: "send", summary: "Send a private message (NIP-17 gift wrap)", synopsis: "--to PUBKEY MESSAGE",
-        options: [.value("to", "PUBKEY", "recipient's public key, 64 hex digits")] + nostrSharedOptions,
+        name: "send", summary: "Send a private message (NIP-17 gift wrap)", synopsis: "--to PUBKEY (- | --message-file FILE | MESSAGE)",
+        details: """
+        The message comes from standard input ('-') or --message-file: an argument is visible to
+        every local user in the process list (/proc/PID/cmdline) and stays in shell history, so a
+        MESSAGE argument is sent with a warning on standard error. One trailing newline is dropped.
+        """,
+        options: [.value("to", "PUBKEY", "recipient's public key, 64 hex digits"),
+                  .value("message-file", "FILE", "read the message from FILE ('-' for standard input)")] + nostrSharedOptions,
         run: { invocation in try await NostrSession(invocation).send() })
 
     static let nostrListen = Command(
@@ -119,7 +125,13 @@ struct NostrSession: Sendable {
                 ?? invocation.paths.stateDirectory.appendingPathComponent("tor-nostr")
             try await tor.start(TorConfiguration(dataDirectory: dataDirectory, socks: socks, options: options))
         }
-        let manager = NostrRelayManager(activation: activation, relays: relays)
+        // What happens to each relay connection (a relay that breaks the protocol, sends too much
+        // or goes silent ends its connection with a typed reason) goes to stderr; relay URLs are
+        // the user's public choice, not secrets.
+        let output = invocation.output
+        let manager = NostrRelayManager(activation: activation, relays: relays, log: { event in
+            output.error("postern nostr: relay \(event)")
+        })
         await manager.connect()
         return (tor, manager, activation)
     }
@@ -130,10 +142,26 @@ struct NostrSession: Sendable {
         guard recipient.count == 64, recipient.allSatisfy(\.isHexDigit) else {
             throw invocation.usageError("--to '\(recipient)': a public key is 64 hex digits")
         }
-        guard arguments.positionals.count == 1 else { throw invocation.usageError("send takes exactly one MESSAGE argument") }
+        let message: String
+        if let file = arguments.value("message-file") {
+            guard arguments.positionals.isEmpty else { throw invocation.usageError("give the message either with --message-file or as MESSAGE, not both") }
+            message = try Self.messageText(InputReader.read(file, output: invocation.output).text)
+        } else {
+            guard arguments.positionals.count == 1 else {
+                throw invocation.usageError("send takes the message on standard input (-), with --message-file FILE, or as one MESSAGE argument")
+            }
+            if arguments.positionals[0] == "-" {
+                message = try Self.messageText(InputReader.read("-", output: invocation.output).text)
+            } else {
+                InputReader.warnSecretOnCommandLine("a message", instead: "'postern nostr send --to PUBKEY -' (standard input) or --message-file FILE",
+                                                    output: invocation.output)
+                message = arguments.positionals[0]
+            }
+        }
+        guard !message.isEmpty else { throw invocation.usageError("the message is empty") }
         let seconds = try timeout
         let keys = try loadOrCreateKey()
-        let wrap = try NIP17.giftWrap(message: arguments.positionals[0], from: keys, to: recipient.lowercased())
+        let wrap = try NIP17.giftWrap(message: message, from: keys, to: recipient.lowercased())
         let (tor, manager, _) = try await start()
         let waiting = Task { () -> [String] in
             var accepted: [String] = []
@@ -158,6 +186,13 @@ struct NostrSession: Sendable {
             invocation.output.print("sent \(wrap.id) (accepted by \(relay))")
         }
         return 0
+    }
+
+    /// A message read from a file or standard input, without the newline that ends its last line.
+    private static func messageText(_ text: String) -> String {
+        if text.hasSuffix("\r\n") { return String(text.dropLast(2)) }
+        if text.hasSuffix("\n") { return String(text.dropLast()) }
+        return text
     }
 
     func listen() async throws -> Int32 {

@@ -11,6 +11,9 @@ struct RoutePlan: Equatable {
     /// Transports that need an in-process PT listener (everything but vanilla).
     var transports: [TransportName]
     var notes: [String]
+    /// The bridges exactly as tor gets them (placeholder addresses included): the in-process PT
+    /// listeners accept these and nothing else (TransportHost.admit).
+    var bridges: [BridgeLine] = []
 
     /// The option keys a plan may set, reset when a new plan replaces an old one on a live tor.
     static let managedKeys = ["UseBridges", "Bridge", "ClientTransportPlugin"]
@@ -73,7 +76,7 @@ struct RoutePlan: Equatable {
             options.append(try TorOption(String(parts[0]), parts.count > 1 ? String(parts[1]) : ""))
         }
         return RoutePlan(route: label.hasPrefix("bridges (") ? label : "bridges (\(label))", options: options,
-                         transports: rendered.transportsNeedingPlugin, notes: notes)
+                         transports: rendered.transportsNeedingPlugin, notes: notes, bridges: rendered.bridges)
     }
 
     /// Lets a plan be made before listeners exist (to learn which transports it needs).

@@ -22,7 +22,8 @@ extension Command {
         options: [
             .value("socks", "[HOST:]PORT", "SOCKS5 listener, loopback only (default 127.0.0.1:39050)"),
             .value("data-dir", "DIR", "tor's data directory (default: <state dir>/tor)"),
-            .value("bridge", "LINE", repeatable: true, "use this bridge line for this run only (instead of the stored ones)"),
+            .value("bridges-file", "FILE", "use the bridge lines in FILE ('-' for standard input), one a line, for this run only (instead of the stored ones)"),
+            .value("bridge", "LINE", repeatable: true, "like --bridges-file with one line; visible to every local user in the process list (warns)"),
             .value("transport", "NAME", "route for this run only: auto, direct or a transport name (default: the stored setting)"),
             .value("tor-options-file", "FILE", "extra tor options, one 'Key value' a line (private test networks)"),
             .value("stall-timeout", "SECONDS", "bootstrap deadline before a stall is reported (default 75); with auto, caps every route's ceiling"),

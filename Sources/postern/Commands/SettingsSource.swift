@@ -62,11 +62,27 @@ struct SettingsSource: Sendable {
             throw CommandFailure(error.message)
         }
         var bridges: [BridgeLine] = []
-        for (index, text) in invocation.arguments.all("bridge").enumerated() {
+        let given = invocation.arguments.all("bridge")
+        if !given.isEmpty {
+            InputReader.warnSecretOnCommandLine("--bridge", instead: "--bridges-file FILE (or --bridges-file - for standard input)",
+                                                output: invocation.output)
+        }
+        for (index, text) in given.enumerated() {
             do {
                 bridges.append(try BridgeLine.parse(text, logging: logging).line)
             } catch {
                 throw invocation.usageError("--bridge #\(index + 1): \(error.message)")
+            }
+        }
+        if let file = invocation.arguments.value("bridges-file") {
+            let lines = try InputReader.bridgeLines(from: file, output: invocation.output)
+            guard !lines.isEmpty else { throw invocation.usageError("--bridges-file \(file): no bridge lines in it") }
+            for (number, text) in lines {
+                do {
+                    bridges.append(try BridgeLine.parse(text, logging: logging).line)
+                } catch {
+                    throw invocation.usageError("--bridges-file \(file) line \(number): \(error.message)")
+                }
             }
         }
         overrideBridges = bridges
@@ -100,13 +116,19 @@ struct SettingsSource: Sendable {
         } catch {
             throw CommandFailure(error.message)
         }
-        guard !ports.isEmpty else { return draft }
+        guard !ports.isEmpty else {
+            transports.admit(draft.bridges)
+            return draft
+        }
         var named: [TransportName: UInt16] = [:]
         for (name, port) in ports {
             if let transport = TransportName(name) { named[transport] = port }
         }
-        return try RoutePlan.make(configuration: configuration, overrideBridges: overrideBridges,
-                                  overrideTransport: overrideTransport, pluginPorts: named, builtins: builtins)
+        let plan = try RoutePlan.make(configuration: configuration, overrideBridges: overrideBridges,
+                                      overrideTransport: overrideTransport, pluginPorts: named, builtins: builtins)
+        // Before tor gets the plan: its listeners accept exactly these bridges.
+        transports.admit(plan.bridges)
+        return plan
     }
 
     /// How the run reaches tor under the current settings.
@@ -148,6 +170,7 @@ struct SettingsSource: Sendable {
     func plan(for route: AssistRoute) throws -> RoutePlan {
         guard let transport = route.transport else {
             _ = try? transports.ensure([])
+            transports.admit([])
             return RoutePlan(route: route.label, options: [], transports: [], notes: [])
         }
         var ports: [TransportName: UInt16] = [:]
@@ -161,7 +184,9 @@ struct SettingsSource: Sendable {
         } else {
             _ = try? transports.ensure([])
         }
-        return try RoutePlan.bridges(route.bridges, label: route.label, pluginPorts: ports)
+        let plan = try RoutePlan.bridges(route.bridges, label: route.label, pluginPorts: ports)
+        transports.admit(plan.bridges)
+        return plan
     }
 
     private static func readBuiltins(_ file: String, invocation: Invocation) throws -> BuiltinBridges {

@@ -1,0 +1,76 @@
+import Synchronization
+
+/// Who may use a PT SOCKS listener, and how many at once.
+///
+/// The listener is on 127.0.0.1, so every local user can connect to it. Left open, it would be an
+/// obfs4 or snowflake tunnel to anywhere for anyone on the machine. The in-process listeners of
+/// `postern run` (``restricted(to:)``) therefore accept only the bridges this run gave tor, whose
+/// exact address and arguments tor sends; any other CONNECT is refused with SOCKS reply 2 ("not
+/// allowed by ruleset") before anything is dialled. The managed `postern pt-client` keeps pt-spec's
+/// open behaviour (tor starts it and owns its port) with ``open``. Both cap concurrent sessions at
+/// ``maximumSessions``: a session beyond it is closed at once, before it is read.
+public final class SocksAdmission: Sendable {
+    /// One bridge as tor asks for it: the IP:port it CONNECTs to and the arguments it sends.
+    public struct Bridge: Hashable, Sendable {
+        public let endpoint: TransportEndpoint
+        /// Order-independent: tor sends them in the bridge line's order, but nothing depends on it.
+        public let arguments: [TransportArguments.Pair]
+
+        public init(endpoint: TransportEndpoint, arguments: TransportArguments) {
+            self.endpoint = endpoint
+            self.arguments = arguments.pairs.sorted { ($0.key, $0.value) < ($1.key, $1.value) }
+        }
+    }
+
+    /// Concurrent SOCKS sessions per listener. tor opens one per bridge it connects to (circuits share
+    /// it); a local flood stops here instead of at the file-descriptor limit.
+    public static let defaultMaximumSessions = 256
+
+    public let maximumSessions: Int
+    /// nil: any destination (pt-spec's open listener).
+    private let allowed: Mutex<Set<Bridge>?>
+    private let sessions = Mutex(0)
+
+    private init(allowed: Set<Bridge>?, maximumSessions: Int) {
+        self.allowed = Mutex(allowed)
+        self.maximumSessions = maximumSessions
+    }
+
+    /// pt-spec's listener: any destination and arguments (the managed `pt-client`).
+    public static func open(maximumSessions: Int = defaultMaximumSessions) -> SocksAdmission {
+        SocksAdmission(allowed: nil, maximumSessions: maximumSessions)
+    }
+
+    /// Only `bridges` (the in-process listeners; see ``allow(_:)`` to change them).
+    public static func restricted(to bridges: [Bridge] = [], maximumSessions: Int = defaultMaximumSessions) -> SocksAdmission {
+        SocksAdmission(allowed: Set(bridges), maximumSessions: maximumSessions)
+    }
+
+    /// Replaces the bridges a restricted listener accepts (no effect on an open one).
+    public func allow(_ bridges: [Bridge]) {
+        allowed.withLock { current in
+            if current != nil { current = Set(bridges) }
+        }
+    }
+
+    public var isOpen: Bool { allowed.withLock { $0 == nil } }
+
+    func admits(_ endpoint: TransportEndpoint, _ arguments: TransportArguments) -> Bool {
+        let bridge = Bridge(endpoint: endpoint, arguments: arguments)
+        return allowed.withLock { $0?.contains(bridge) ?? true }
+    }
+
+    /// Takes a session slot; false when ``maximumSessions`` are open.
+    func enter() -> Bool {
+        sessions.withLock { count in
+            guard count < maximumSessions else { return false }
+            count += 1
+            return true
+        }
+    }
+
+    func leave() { sessions.withLock { $0 -= 1 } }
+
+    /// Sessions open now.
+    public var openSessions: Int { sessions.withLock { $0 } }
+}
