@@ -115,6 +115,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("Obfs4HandshakeFuzzer", ["Obfs4Transport"]),
     ("Obfs4FrameFuzzer", ["Obfs4Transport"]),
     ("Obfs4ClientHandshakeFuzzer", ["Obfs4Transport"]),
+    ("Obfs4ClientSessionFuzzer", ["Obfs4Transport"]),
     ("SnowflakeEncapsulationFuzzer", ["SnowflakeTransport"]),
     ("KCPFuzzer", ["SnowflakeTransport"]),
     ("SmuxFuzzer", ["SnowflakeTransport"]),

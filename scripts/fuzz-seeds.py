@@ -164,10 +164,11 @@ seed("WebSocketHandshakeFuzzer", "at-the-cap", bytes([6 | (4 << 3), 0]) + b"\r\n
 seed("WebSocketHandshakeFuzzer", "lf-only", bytes([0, 0]) + accept_head.replace(b"\r\n", b"\n"))
 seed("WebSocketHandshakeFuzzer", "built", bytes([1, 2, 1, 5, 0x03, 0x21]) + b"abcdefghijkl" + bytes([0x80]) + bytes([0x81, 2]) + b"hi")
 
-# obfs4 client handshake state machine: mode%8==7 a real server reply (padding length, padding,
-# frames as length/padding headers), else an arbitrary reply; byte 1 = number of read sizes.
-seed("Obfs4ClientHandshakeFuzzer", "real-small-reads", bytes([7, 4, 0, 9, 200, 255, 0, 40]) + bytes(40) + bytes([0, 5, 2]) + b"hello" + bytes([0, 0, 200]))
-seed("Obfs4ClientHandshakeFuzzer", "real-max-padding", bytes([7, 0, 0x1f, 0xa0]) + bytes(range(256)) * 4 + bytes([5, 0x93, 0]) + bytes(1427))
-seed("Obfs4ClientHandshakeFuzzer", "real-flipped", bytes([7 | (0x11 << 3), 1, 100, 0, 16]) + bytes(16) + bytes([0, 3, 0]) + b"abc")
+# obfs4 client handshake state machine (byte 0 unused, byte 1 = number of read sizes, the sizes):
+# Obfs4ClientSessionFuzzer takes a real server reply (a flip byte, padding length, padding, frames as
+# length/padding headers), Obfs4ClientHandshakeFuzzer an arbitrary reply.
+seed("Obfs4ClientSessionFuzzer", "real-small-reads", bytes([31, 4, 0, 9, 200, 255, 0, 0, 40]) + bytes(40) + bytes([0, 5, 2]) + b"hello" + bytes([0, 0, 200]))
+seed("Obfs4ClientSessionFuzzer", "real-max-padding", bytes([31, 0, 0, 0x1f, 0xa0]) + bytes(range(256)) * 4 + bytes([5, 0x93, 0]) + bytes(1427))
+seed("Obfs4ClientSessionFuzzer", "real-flipped", bytes([31, 1, 100, 0x11, 0, 16]) + bytes(16) + bytes([0, 3, 0]) + b"abc")
 seed("Obfs4ClientHandshakeFuzzer", "random-reply", bytes([0, 3, 31, 63, 127]) + bytes((i * 37) & 0xFF for i in range(600)))
 seed("Obfs4ClientHandshakeFuzzer", "max-padding-no-mark", bytes([0, 2, 255, 255]) + bytes((i * 101) & 0xFF for i in range(8300)))

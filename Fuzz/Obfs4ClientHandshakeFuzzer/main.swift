@@ -1,9 +1,8 @@
 // obfs4 client handshake as a state machine: the reader that accumulates the server's reply read by
-// read (what Obfs4Transport runs on the socket), then the data phase's frame decoder on the bytes
-// that followed the MAC. Arbitrary replies in arbitrary reads, and real server replies (ntor with
-// the bridge's keys, fuzzer-chosen padding, frames and one optional flipped bit).
+// read (what Obfs4Transport runs on the socket), fed arbitrary replies in arbitrary reads. Real
+// server replies into the data phase: Fuzz/Obfs4ClientSessionFuzzer.
 // The harness is `package` API next to the internal types: Sources/Transports/obfs4/ClientHandshakeFuzzHarness.swift.
 import FuzzSupport
 import Obfs4Transport
 
-runFuzzer(Obfs4ClientHandshakeFuzzHarness.run)
+runFuzzer(Obfs4ClientHandshakeFuzzHarness.runArbitraryReplies)

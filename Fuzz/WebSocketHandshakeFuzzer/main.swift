@@ -19,6 +19,17 @@ let accept = WebSocketHandshakeFuzzEntry.acceptValue(for: key)
 let cap = WebSocketHandshakeFuzzEntry.maximumHeadBytes
 let terminator: [UInt8] = [13, 10, 13, 10]
 
+/// Where the first CR LF CR LF lies (a plain loop: Foundation's generic `firstRange(of:)` took a
+/// fifth of this target's time).
+func headTerminator(in bytes: [UInt8]) -> Range<Int>? {
+    guard bytes.count >= terminator.count else { return nil }
+    for index in 0...(bytes.count - terminator.count)
+    where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
+        return index..<(index + terminator.count)
+    }
+    return nil
+}
+
 func verdictKind(_ verdict: WebSocketHandshakeFuzzEntry.Verdict) -> String {
     switch verdict {
     case .needMore: "need more"
@@ -32,7 +43,7 @@ func checkArbitrary(_ reply: [UInt8], sizes: [UInt8], prefix: Int = 0) {
     // A long prefix arrives in one read (a socket read is up to 4 KiB); the rest in fuzzer-chosen reads.
     let reads = (prefix > 0 ? [reply[..<prefix]] : []) + pieces(of: Array(reply[prefix...]), sizes: sizes)
     let split = WebSocketHandshakeFuzzEntry.run(key: key, reads: reads)
-    let end = reply.firstRange(of: terminator)
+    let end = headTerminator(in: reply)
     let headEndsInTime = end.map { $0.lowerBound <= cap } ?? false
     switch split {
     case .needMore(let buffered):

@@ -79,6 +79,22 @@ import Testing
         }
     }
 
+    /// A connection dropped while messages wait unread: the credit semaphore is disposed below its
+    /// starting value. Created with value 64, libdispatch trapped there and took the whole process
+    /// down (seen in a full test run, from WebSocketConnection.deinit); this test crashed then.
+    @Test func aConnectionDroppedWithMessagesUnreadDoesNotCrash() async throws {
+        try await withPeer("endless-text") { url, _ in
+            var connection: WebSocketConnection? = try await WebSocketConnection.connect(to: url, route: .direct, timeout: .seconds(5))
+            try await Task.sleep(for: .seconds(1))
+            await connection?.close(timeout: .milliseconds(200))
+            weak let released = connection
+            connection = nil
+            // The reading thread lets go of the connection once it sees the close.
+            for _ in 0..<50 where released != nil { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(released == nil, "the connection was never deallocated, so this test showed nothing")
+        }
+    }
+
     @Test func anEndlessStreamTheReaderDoesNotTakeIsHeldBackByTCP() async throws {
         try await withPeer("endless-text") { url, peer in
             let connection = try await WebSocketConnection.connect(to: url, route: .direct, timeout: .seconds(5))

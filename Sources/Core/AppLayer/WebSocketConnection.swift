@@ -112,7 +112,12 @@ public final class WebSocketConnection: @unchecked Sendable {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: WebSocketMessage.self, throwing: Error.self,
                                                                     bufferingPolicy: .unbounded)
         self.continuation = continuation
-        let credits = DispatchSemaphore(value: Self.maximumQueuedMessages)
+        // Created at 0 and signalled up to the cap: libdispatch traps ("Semaphore object deallocated
+        // while in use") when a semaphore is disposed below the value it was created with, which is
+        // exactly the state of a connection dropped with messages still unread (seen in the test run:
+        // the whole process died in WebSocketConnection.deinit).
+        let credits = DispatchSemaphore(value: 0)
+        for _ in 0..<Self.maximumQueuedMessages { credits.signal() }
         queueCredits = credits
         messages = WebSocketMessages(stream: stream, credits: credits)
     }

@@ -2,9 +2,10 @@ import TransportBase
 
 /// Drives the client's handshake state machine (``ClientHandshakeReader``, what `Obfs4Transport`
 /// runs on the socket) and then the data phase's frame decoder, with fuzzer-chosen server replies
-/// split into fuzzer-chosen reads. Used by the `Obfs4ClientHandshakeFuzzer` libFuzzer target
-/// (`package` access). The `Obfs4HandshakeFuzzer` target checks the reply parser on whole
-/// buffers; this one checks the machine that feeds it, read by read, into the data phase.
+/// split into fuzzer-chosen reads. Used by the `Obfs4ClientHandshakeFuzzer` and
+/// `Obfs4ClientSessionFuzzer` libFuzzer targets (`package` access). The `Obfs4HandshakeFuzzer`
+/// target checks the reply parser on whole buffers; these check the machine that feeds it, read by
+/// read, and then the data phase.
 ///
 /// Invariants (the harness traps when one breaks):
 /// - arbitrary replies: the reader's verdict comes at the same read, and is the same, as the
@@ -78,16 +79,29 @@ package enum Obfs4ClientHandshakeFuzzHarness {
         return pieces
     }
 
-    package static func run(_ input: UnsafeRawBufferPointer) {
+    /// Input: byte 0 unused (kept so one corpus serves both targets), byte 1 the number of read
+    /// sizes, the sizes, then the reply.
+    private static func split(_ input: UnsafeRawBufferPointer) -> (sizes: ArraySlice<UInt8>, body: [UInt8])? {
         let bytes = Array(input)
-        guard bytes.count >= 2 else { return }
-        let mode = bytes[0]
+        guard bytes.count >= 2 else { return nil }
         let sizeCount = Int(bytes[1] % 32)
         let sizes = bytes.dropFirst(2).prefix(sizeCount)
-        let body = Array(bytes.dropFirst(2 + sizes.count))
-        // A real reply costs X25519 and Elligator2 on the client's side: one input in eight, so that
-        // the cheap arbitrary replies get most of the executions.
-        if mode % 8 == 7 { realServer(body, sizes: sizes, flip: mode >> 3) } else { arbitrary(body, sizes: sizes) }
+        return (sizes, Array(bytes.dropFirst(2 + sizes.count)))
+    }
+
+    /// `Obfs4ClientHandshakeFuzzer`: arbitrary replies, read by read. Cheap per input (no key
+    /// agreement), so a 60 s run reaches millions.
+    package static func runArbitraryReplies(_ input: UnsafeRawBufferPointer) {
+        guard let (sizes, body) = split(input) else { return }
+        arbitrary(body, sizes: sizes)
+    }
+
+    /// `Obfs4ClientSessionFuzzer`: real server replies into the data phase (the first body byte
+    /// chooses the flipped bit). Each input costs the client's Elligator2 and two X25519s, so this
+    /// target runs separately: mixed into the one above it took most of that target's time.
+    package static func runRealServerSessions(_ input: UnsafeRawBufferPointer) {
+        guard let (sizes, body) = split(input) else { return }
+        realServer(Array(body.dropFirst()), sizes: sizes, flip: body.first ?? 0)
     }
 
     private static func arbitrary(_ reply: [UInt8], sizes: ArraySlice<UInt8>) {

@@ -10,6 +10,7 @@
 // `maximumHandshakeLength` (8192) bytes; a reply without a mark there is a typed error
 // (`obfs4ServerMarkNotFound`). The reader holds at most 8192 bytes plus one read; the wait for
 // them is bounded by `Obfs4Transport.handshakeTimeout`.
+import Glibc
 import TransportBase
 
 extension TransportError.Code {
@@ -102,10 +103,19 @@ struct ClientHandshake: Sendable {
     /// first position that may still begin a mark, so feeding a reply a byte at a time costs no
     /// more than feeding it whole.
     func parseResponse(_ buffer: [UInt8], resumingAt searchFrom: inout Int) throws(TransportError) -> Outcome? {
+        var serverMark: [UInt8]?
+        return try parseResponse(buffer, resumingAt: &searchFrom, serverMark: &serverMark)
+    }
+
+    /// The same, keeping the mark (an HMAC of the first 32 bytes) in `serverMark` once computed, so
+    /// a reply dripped a byte at a time costs one HMAC, not one per read.
+    func parseResponse(_ buffer: [UInt8], resumingAt searchFrom: inout Int,
+                       serverMark cachedMark: inout [UInt8]?) throws(TransportError) -> Outcome? {
         guard buffer.count >= Self.serverMinimumLength else { return nil }
         let serverRepresentative = Array(buffer[0..<32])
         let serverAuth = Array(buffer[32..<64])
-        let serverMark = hmac128(serverRepresentative)
+        let serverMark = cachedMark ?? hmac128(serverRepresentative)
+        cachedMark = serverMark
         let windowEnd = min(buffer.count, Self.maximumHandshakeLength)
         let searchStart = max(Self.representativeLength + Self.authLength, searchFrom)
         let found = Self.firstIndex(of: serverMark, in: buffer, from: searchStart, to: windowEnd)
@@ -134,14 +144,25 @@ struct ClientHandshake: Sendable {
                        remainder: Array(buffer[(position + Self.markLength + Self.macLength)...]))
     }
 
+    /// The first position in `start..<end` where `needle` begins. libc's memchr finds each candidate
+    /// first byte and memcmp checks it: a server may pad its reply to 8192 bytes, and a byte-by-byte
+    /// Swift loop made every read of such a reply a scan the fuzzer (and a slow client) felt.
     static func firstIndex(of needle: [UInt8], in haystack: [UInt8], from start: Int, to end: Int) -> Int? {
-        guard end - start >= needle.count else { return nil }
-        var index = start
-        while index + needle.count <= end {
-            if haystack[index] == needle[0] && haystack[index..<index + needle.count].elementsEqual(needle) { return index }
-            index += 1
+        guard let first = needle.first, start >= 0, end <= haystack.count, end - start >= needle.count else { return nil }
+        return haystack.withUnsafeBufferPointer { hay -> Int? in
+            needle.withUnsafeBufferPointer { pin -> Int? in
+                guard let base = hay.baseAddress, let pattern = pin.baseAddress else { return nil }
+                let lastStart = end - pin.count
+                var position = start
+                while position <= lastStart {
+                    guard let hit = memchr(base + position, Int32(first), lastStart - position + 1) else { return nil }
+                    let index = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                    if memcmp(base + index, pattern, pin.count) == 0 { return index }
+                    position = index + 1
+                }
+                return nil
+            }
         }
-        return nil
     }
 }
 
@@ -152,6 +173,7 @@ struct ClientHandshakeReader: Sendable {
     let handshake: ClientHandshake
     private(set) var received: [UInt8] = []
     private var searchFrom = 0
+    private var serverMark: [UInt8]?
 
     init(handshake: ClientHandshake) { self.handshake = handshake }
 
@@ -159,6 +181,6 @@ struct ClientHandshakeReader: Sendable {
     /// needed; throws (typed) on a reply that cannot verify.
     mutating func feed(_ bytes: some Collection<UInt8>) throws(TransportError) -> ClientHandshake.Outcome? {
         received.append(contentsOf: bytes)
-        return try handshake.parseResponse(received, resumingAt: &searchFrom)
+        return try handshake.parseResponse(received, resumingAt: &searchFrom, serverMark: &serverMark)
     }
 }
