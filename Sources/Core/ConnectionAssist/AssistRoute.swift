@@ -158,7 +158,7 @@ public struct AssistRoutePlan: Sendable, Hashable {
         var routes: [AssistRoute] = includeDirect ? [.direct(limits: limits.limits(for: nil))] : []
         for transport in order where transports.contains(transport) {
             guard transport.isVanilla || available.contains(transport) else {
-                notes.append("\(transport.description(policy: .safe)) bridges are skipped: this build has no \(transport.description(policy: .safe)) client")
+                notes.append("\(transport.description(policy: .safe)) bridges are skipped: this build has no \(transport.description(policy: .safe)) client (an external one can serve them: 'postern transport plugin add')")
                 continue
             }
             let own = yours.filter { $0.transport == transport }

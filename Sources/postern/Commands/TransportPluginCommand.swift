@@ -10,8 +10,8 @@ extension Command {
         one with 'ClientTransportPlugin NAME exec PATH'). Postern starts it itself when a bridge of one
         of its transports is used (by 'run', connection assist, 'ab' and 'bridges test') and stops it
         afterwards. A plugin for a transport Postern lacks (meek_lite, ...) is used for that transport's
-        bridges, built-in ones included. A plugin never replaces Postern's own obfs4 or snowflake unless
-        it was added with --replace-builtin; without it, it is still there to compare against
+        bridges, built-in ones included. A plugin never replaces Postern's own obfs4, snowflake or
+        webtunnel unless it was added with --replace-builtin; without it, it is still there to compare against
         ('postern ab obfs4 plugin:obfs4'). See docs/transports.md.
 
         Examples:
