@@ -42,7 +42,9 @@ import Testing
             } catch let error as AppLayerError {
                 #expect(error.code == .timedOut, "\(error)")
             }
-            #expect(ContinuousClock.now - started < .seconds(5))
+            // The drip would take about 65 s; the typed timeout shows the deadline cut it. The bound is
+            // loose because other tests in this process can hold both cooperative threads for seconds.
+            #expect(ContinuousClock.now - started < .seconds(30))
         }
     }
 
@@ -53,7 +55,8 @@ import Testing
             let error = await streamError(connection)
             #expect(error?.code == .timedOut, "\(String(describing: error))")
             let waited = ContinuousClock.now - started
-            #expect(waited >= .seconds(1) && waited < .seconds(6), "\(waited)")
+            // The peer stays silent for an hour; the upper bound is loose for the reason above.
+            #expect(waited >= .seconds(1) && waited < .seconds(60), "\(waited)")
         }
     }
 
