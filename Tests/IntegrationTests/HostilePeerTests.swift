@@ -69,8 +69,9 @@ extension TestBedSuite {
     }
 
     /// Connection assist under block-tor: "your" obfs4 bridge is the hostile one, the built-in obfs4
-    /// bridge is the test bed's. Assist leaves the hostile route at its no-progress window and
-    /// connects over the next.
+    /// bridge is the test bed's. With the sequential strategy tor really dials the hostile bridge:
+    /// its sessions end typed, assist leaves the route and connects over the next. (The default race
+    /// never applies it at all: its probe fails within milliseconds, as the full run showed.)
     @Test func connectionAssistMovesOnFromAHostileObfs4Bridge() async throws {
         let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
         try bed.setCensor("block-tor")
@@ -85,6 +86,7 @@ extension TestBedSuite {
         #expect(add.status == 0, "bridges add: \(add.stdout) \(add.stderr)")
         let socks: UInt16 = 39362
         let run = try RunningPostern(["run", "--config-dir", config.path, "--socks", "\(socks)", "--transport", "auto",
+                                      "--assist-strategy", "sequential",
                                       "--builtin-bridges", builtins.path, "--tor-options-file", bed["TB_CLIENT_TORRC"],
                                       "--route-timeout", "direct=15/10", "--route-timeout", "obfs4=40/20"])
         defer { run.terminate() }
