@@ -54,10 +54,12 @@ public struct TransportPlugin: Hashable, Sendable {
     /// Parses `obfs4` or `obfs4,meek_lite` (well-known names matched ignoring case, as elsewhere).
     public static func names(parsing text: String) throws(BridgeConfigError) -> [TransportName] {
         var names: [TransportName] = []
-        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+        for (position, part) in text.split(separator: ",", omittingEmptySubsequences: false).enumerated() {
             let word = String(part)
+            // The word is not repeated: from a paste it may be anything, a cert included (found by
+            // BridgeParserFuzzer in the CI run).
             guard let name = TransportName.known(matching: word) ?? TransportName(word) else {
-                throw invalid(.badPluginName, "'\(word.prefix(64))' is not a transport name (letters, digits and _, not starting with a digit)")
+                throw invalid(.badPluginName, "plugin name \(position + 1) is not a transport name (letters, digits and _, not starting with a digit)")
             }
             names.append(name)
         }

@@ -78,4 +78,14 @@ struct TransportPluginTests {
         #expect(paste.pluginOffers.first?.plugin.replacesBuiltin == false)
         #expect(paste.notes.map(\.location?.line) == [2, 3, 4])
     }
+
+    /// Found by BridgeParserFuzzer (Fuzz/Regressions/BridgeParserFuzzer/plugin-name-echoed-in-a-note):
+    /// the note for a bad plugin name repeated the word, which in a paste may be a cert or a key.
+    @Test func aBadPluginNameIsNotRepeatedInTheNote() {
+        let word = "Cert0123456789ABCDEF+abcdef/0123456789xyz"
+        let paste = BridgePaste.parse("ClientTransportPlugin \(word) exec /usr/bin/obfs4proxy\n", logging: .safe)
+        #expect(paste.pluginOffers.isEmpty)
+        #expect(paste.notes.count == 1)
+        #expect(paste.notes.allSatisfy { !$0.message.contains(word) }, "\(paste.notes.map(\.message))")
+    }
 }
