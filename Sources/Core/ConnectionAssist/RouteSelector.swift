@@ -74,11 +74,6 @@ public struct RouteChoice: Sendable, Hashable, CustomStringConvertible {
     public struct Reason: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(rawValue)
-        }
         public var description: String { rawValue }
         /// The first route of a pass (the order: memory, then the default order).
         public static let firstInOrder = Reason(rawValue: "first-in-order")

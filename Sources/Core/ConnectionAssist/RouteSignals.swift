@@ -4,11 +4,6 @@ import Foundation
 public struct ConnectionProblem: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
     public var description: String { rawValue }
 
     public static let refused = ConnectionProblem(rawValue: "refused")
@@ -153,11 +148,6 @@ public struct ProbeResult: Sendable, Hashable, Codable {
     public struct Outcome: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(rawValue)
-        }
         public var description: String { rawValue }
         public static let passed = Outcome(rawValue: "passed")
         public static let failed = Outcome(rawValue: "failed")
@@ -214,11 +204,6 @@ public struct ProbeResult: Sendable, Hashable, Codable {
 public struct AssistStrategy: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
     public let rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
-    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
     public var description: String { rawValue }
     /// One route after another, each left only by its ceiling or no-progress window (the policy
     /// before issue 14, kept for comparison).
