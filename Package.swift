@@ -89,7 +89,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport"],
                     path: "Tests/TransportTests"),
         .testTarget(name: "WebtunnelTests", dependencies: ["WebtunnelTransport", "TransportBase"], path: "Tests/WebtunnelTests"),
-        .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport", "TransportBase"], path: "Tests/SnowflakeTests",
+        .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport", "TransportBase", "PosternTestSupport"], path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
         .testTarget(name: "CoreTests", dependencies: ["PosternCore", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
                     exclude: ["Vectors"]),

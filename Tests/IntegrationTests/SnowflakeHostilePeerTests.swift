@@ -126,14 +126,14 @@ extension TestBedSuite {
             for (mode, _) in cases {
                 group.addTask {
                     let socket = try await client.open(arguments: "url=\(hostile)\(mode)/;fingerprint=\(fingerprint);ice=\(ice)")
-                    try await socket.write(tlsClientHelloBytes())
+                    try await socket.write(tlsClientHello())
                     return (mode, await readReply(socket, want: 100, timeout: .seconds(90)))
                 }
             }
             // A session with the real broker while the hostile ones run.
             group.addTask {
                 let socket = try await client.open(arguments: "url=\(bed["TB_SNOWFLAKE_BROKER_URL"]);fingerprint=\(fingerprint);ice=\(ice)")
-                try await socket.write(tlsClientHelloBytes())
+                try await socket.write(tlsClientHello())
                 defer { socket.close() }
                 return ("good", await readReply(socket, want: 100, timeout: .seconds(90)))
             }
@@ -159,7 +159,7 @@ extension TestBedSuite {
         // And the next session after all of them works too.
         let socket = try await client.open(arguments: "url=\(bed["TB_SNOWFLAKE_BROKER_URL"]);fingerprint=\(fingerprint);ice=\(ice)")
         defer { socket.close() }
-        try await socket.write(tlsClientHelloBytes())
+        try await socket.write(tlsClientHello())
         #expect(isServerHello(await readReply(socket, want: 100, timeout: .seconds(90))), "a session after the hostile ones works")
     }
 
@@ -188,7 +188,7 @@ extension TestBedSuite {
         // One at a time: each holds one of the test bed's two proxies while it lasts.
         for mode in ["forged-ack", "out-of-window-flood", "smux-unknown-stream"] {
             let socket = try await client.open(arguments: "url=\(broker);fingerprint=\(try #require(modes[mode]));ice=\(ice)")
-            try await socket.write(tlsClientHelloBytes())
+            try await socket.write(tlsClientHello())
             let reply = await readReply(socket, want: 100, timeout: .seconds(90))
             socket.close()
             #expect(isServerHello(reply), "\(mode): the session survives and carries tor's ServerHello")
@@ -201,7 +201,7 @@ extension TestBedSuite {
         let serverLog = URL(fileURLWithPath: bed.directory).appendingPathComponent("logs/snowflake-hostile-server.out")
         let logStart = fileSize(serverLog)
         let garbage = try await client.open(arguments: "url=\(broker);fingerprint=\(try #require(modes["kcp-garbage"]));ice=\(ice)")
-        try await garbage.write(tlsClientHelloBytes())
+        try await garbage.write(tlsClientHello())
         let garbageReply = await readReply(garbage, want: 100, timeout: .seconds(90))
         garbage.close()
         #expect(isServerHello(garbageReply), "kcp-garbage: the session carries on over a new carrier")
@@ -210,7 +210,7 @@ extension TestBedSuite {
         #expect(carriers.count >= 2, "kcp-garbage: a second carrier came after the malformed segment")
 
         let badVersion = try await client.open(arguments: "url=\(broker);fingerprint=\(try #require(modes["smux-bad-version"]));ice=\(ice)")
-        try await badVersion.write(tlsClientHelloBytes())
+        try await badVersion.write(tlsClientHello())
         #expect(await readReply(badVersion, want: 100, timeout: .seconds(90)).isEmpty, "smux-bad-version: nothing reaches tor")
         badVersion.close()
         #expect(await waitForLog(client, "sent an smux frame of version 9", timeout: .seconds(30)) != nil,
@@ -231,27 +231,7 @@ extension TestBedSuite {
 
         let good = try await client.open(arguments: "url=\(broker);fingerprint=\(bridgeArgument(bridge, "fingerprint"));ice=\(ice)")
         defer { good.close() }
-        try await good.write(tlsClientHelloBytes())
+        try await good.write(tlsClientHello())
         #expect(isServerHello(await readReply(good, want: 100, timeout: .seconds(90))), "a session to the real server works afterwards")
     }
-}
-
-/// A TLS 1.2 ClientHello with common ECDHE suites, enough for tor's OpenSSL to answer with a
-/// ServerHello (the same record as SnowflakeTests' tlsClientHello).
-func tlsClientHelloBytes() -> [UInt8] {
-    func be16(_ n: Int) -> [UInt8] { [UInt8((n >> 8) & 0xff), UInt8(n & 0xff)] }
-    var body: [UInt8] = [0x03, 0x03]
-    body += (0..<32).map { _ in UInt8.random(in: 0...255) }
-    body.append(0)  // no session ID
-    let suites: [UInt16] = [0xc02f, 0xc030, 0xc02b, 0xc02c, 0x009e, 0x002f, 0x0035]
-    body += be16(suites.count * 2) + suites.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xff)] }
-    body += [1, 0]  // compression: null
-    var extensions: [UInt8] = []
-    func ext(_ type: UInt16, _ data: [UInt8]) { extensions += [UInt8(type >> 8), UInt8(type & 0xff)] + be16(data.count) + data }
-    ext(0x000a, be16(4) + [0x00, 0x1d, 0x00, 0x17])                     // supported_groups: x25519, P-256
-    ext(0x000b, [1, 0])                                                 // ec_point_formats: uncompressed
-    ext(0x000d, be16(8) + [0x04, 0x01, 0x08, 0x04, 0x04, 0x03, 0x02, 0x01]) // signature_algorithms
-    body += be16(extensions.count) + extensions
-    let handshake: [UInt8] = [0x01, 0, UInt8(body.count >> 8), UInt8(body.count & 0xff)] + body
-    return [0x16, 0x03, 0x01] + be16(handshake.count) + handshake
 }

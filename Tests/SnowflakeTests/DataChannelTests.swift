@@ -1,3 +1,4 @@
+import PosternTestSupport
 import BridgeConfig
 import Foundation
 import Glibc
