@@ -93,18 +93,9 @@ final class LineCollector: Sendable {
         defer { echo.stop() }
         let bridge = try await Obfs4ProxyServer(orPort: echo.port, iatMode: 0)
         defer { bridge.stop() }
-        let probe = try LoopbackListener()
-        let proxyPort = probe.port
-        probe.close()
-        let microsocks = Process()
-        microsocks.executableURL = URL(fileURLWithPath: "/usr/bin/microsocks")
-        microsocks.arguments = ["-i", "127.0.0.1", "-p", String(proxyPort), "-u", "tor", "-P", "s3cret"]
-        microsocks.standardOutput = FileHandle.nullDevice
-        microsocks.standardError = FileHandle.nullDevice
-        try microsocks.run()
-        // microsocks may inherit a blocked SIGTERM from the test runner's thread: stop it by PID with SIGKILL.
-        defer { kill(microsocks.processIdentifier, SIGKILL); microsocks.waitUntilExit() }
-        try await Task.sleep(for: .milliseconds(200))
+        let microsocks = try await MicrosocksProxy(user: "tor", password: "s3cret")
+        defer { microsocks.stop() }
+        let proxyPort = microsocks.port
 
         let pipeEnds = try Self.closeOnExecPipe()
         var environment = Self.baseEnvironment

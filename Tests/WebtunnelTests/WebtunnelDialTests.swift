@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TransportTestSupport
 import TransportBase
 @testable import WebtunnelTransport
 
@@ -107,18 +108,9 @@ struct WebtunnelDialTests {
     func dialsThroughTheUpstreamProxy() async throws {
         let answer = Array("HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n".utf8)
         let peer = try Peer(answer: answer, thenEcho: true)
-        let probe = try LoopbackListener()
-        let proxyPort = probe.port
-        probe.close()
-        let microsocks = Process()
-        microsocks.executableURL = URL(fileURLWithPath: "/usr/bin/microsocks")
-        microsocks.arguments = ["-i", "127.0.0.1", "-p", String(proxyPort), "-u", "tor", "-P", "s3cret"]
-        microsocks.standardOutput = FileHandle.nullDevice
-        microsocks.standardError = FileHandle.nullDevice
-        try microsocks.run()
-        // microsocks may inherit a blocked SIGTERM from the test runner's thread: stop it by PID with SIGKILL.
-        defer { kill(microsocks.processIdentifier, SIGKILL); microsocks.waitUntilExit() }
-        try await Task.sleep(for: .milliseconds(200))
+        let microsocks = try await MicrosocksProxy(user: "tor", password: "s3cret")
+        defer { microsocks.stop() }
+        let proxyPort = microsocks.port
 
         let wrong = DialContext(dialer: .through(try UpstreamProxy(parsing: "socks5://tor:wrong@127.0.0.1:\(proxyPort)")))
         await #expect {
