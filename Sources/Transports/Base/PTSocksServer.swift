@@ -261,42 +261,47 @@ struct SocksSession {
     }
 
     /// Copies both ways. End of stream is passed on as a half-close; an error ends both directions
-    /// and is returned (the first one seen) so the session can log why the connection ended.
+    /// and is returned so the session can log why the connection ended. The transport's error wins
+    /// over tor's side: when the transport fails, this closes tor's socket, and tor's reader then
+    /// fails too (a cancellation). Which of the two finishes first is up to the scheduler, so taking
+    /// the first one would log "connection closed" for a peer's protocol violation now and then.
     static func relay(client: TCPSocket, remote: any TransportConnection) async -> Error? {
-        let failure = await withTaskGroup(of: Error?.self) { group -> Error? in
+        enum Side { case tor, transport }
+        let failures = await withTaskGroup(of: (Side, Error?).self) { group -> [Side: Error] in
             group.addTask {
                 do {
                     while true {
                         let bytes = try await client.read(maximumCount: 65536)
-                        if bytes.isEmpty { await remote.closeWrite(); return nil }
+                        if bytes.isEmpty { await remote.closeWrite(); return (.tor, nil) }
                         try await remote.write(bytes)
                     }
                 } catch {
                     remote.close()
                     client.close()
-                    return error
+                    return (.tor, error)
                 }
             }
             group.addTask {
                 do {
                     while true {
                         let bytes = try await remote.read(maximumCount: 65536)
-                        if bytes.isEmpty { await client.closeWrite(); return nil }
+                        if bytes.isEmpty { await client.closeWrite(); return (.transport, nil) }
                         try await client.write(bytes)
                     }
                 } catch {
                     remote.close()
                     client.close()
-                    return error
+                    return (.transport, error)
                 }
             }
-            var first: Error?
-            for await result in group where first == nil { first = result }
-            return first
+            var failures: [Side: Error] = [:]
+            for await (side, error) in group { if let error { failures[side] = error } }
+            return failures
         }
         remote.close()
         client.close()
-        return failure
+        let candidates = [failures[.transport], failures[.tor]].compactMap { $0 }
+        return candidates.first { ($0 as? TransportError)?.kind != .cancelled } ?? candidates.first
     }
 }
 
