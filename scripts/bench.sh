@@ -24,9 +24,8 @@ trap cleanup EXIT
 echo
 scripts/testbed down --dir "$dir" >/dev/null 2>&1 || true
 scripts/testbed up --dir "$dir" --censor none
-# The memory step has hung in some runs (the stock tor's page fetch never finished and its own
-# 20 s deadline did not fire; cause not found yet, docs/PERFORMANCE.md): bounded here so the rest
-# of the run still reports.
+# Bounded so that the rest of the run still reports if the memory step ever stalls (it hung before
+# its fix: the stock tor, started from a dispatch thread, had SIGTERM blocked; docs/PERFORMANCE.md).
 if ! timeout --signal=KILL 600 scripts/testbed exec --dir "$dir" env POSTERN_BINARY="$bin/postern" "${bench[@]}" memory | tee -a "$out"; then
   echo "RESULT memory: did not finish within 600 s (no ratio in this run)" | tee -a "$out"
 fi

@@ -26,7 +26,7 @@ struct ResidentBreakdown {
     var libraryCount = 0
 
     init(pid: Int32) throws {
-        guard let smaps = try? String(contentsOfFile: "/proc/\(pid)/smaps", encoding: .utf8),
+        guard let smaps = readProcFile("/proc/\(pid)/smaps"),
               let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe") else {
             throw MemoryBenchmarkError(description: "cannot read /proc/\(pid)/smaps")
         }
@@ -52,6 +52,11 @@ struct ResidentBreakdown {
             }
         }
         libraryCount = libraries.count
+        // The kernel's counter and the sum over the mappings agree to a few percent; more means
+        // smaps was not read whole (as happened before readProcFile) and the figure is wrong.
+        if let counted = residentKiB(pid), abs(counted - total) * 10 > counted {
+            throw MemoryBenchmarkError(description: "smaps of \(pid) sums to \(total) KiB but VmRSS is \(counted) KiB")
+        }
     }
 
     static func + (a: Self, b: Self) -> Self {
@@ -66,13 +71,29 @@ struct ResidentBreakdown {
     }
 }
 
+/// The whole of a /proc file. `String(contentsOfFile:)` trusts the size stat reports, which is 0
+/// for /proc files, and returned only the first part of smaps: the breakdown then summed a few
+/// mappings (tor "3.3 MB", no shared libraries) instead of the process.
+func readProcFile(_ path: String) -> String? {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+    defer { try? handle.close() }
+    guard let data = try? handle.readToEnd() else { return nil }
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// VmRSS of /proc/PID/status in KiB: the kernel's own total, to check the smaps sum against.
+func residentKiB(_ pid: Int32) -> Int? {
+    readProcFile("/proc/\(pid)/status")?.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+        .flatMap { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first }.flatMap { Int($0) }
+}
+
 func mb(_ kib: Int) -> String { format(Double(kib) / 1024, 1) }
 
 /// Direct children of `pid` (every thread's list).
 func childProcesses(of pid: Int32) -> [Int32] {
     let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
     return tasks.flatMap { task in
-        ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "")
+        (readProcFile("/proc/\(pid)/task/\(task)/children") ?? "")
             .split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 }
@@ -161,11 +182,18 @@ func measurePosternRun(postern: String, environment: [String: String]) async thr
     process.standardOutput = log
     process.standardError = log
     process.standardInput = FileHandle.nullDevice
-    try process.run()
-    defer {
-        if process.isRunning { kill(process.processIdentifier, SIGINT) }
-        process.waitUntilExit()
+    try process.runWithDefaultSignalMask()
+    do {
+        let breakdown = try await measureReadyPostern(process, logURL: logURL, environment: environment)
+        await process.stop()
+        return breakdown
+    } catch {
+        await process.stop()
+        throw error
     }
+}
+
+private func measureReadyPostern(_ process: Process, logURL: URL, environment: [String: String]) async throws -> ResidentBreakdown {
     var socks: TransportEndpoint?
     try await waitFor("postern run to be ready", timeout: .seconds(120)) {
         guard process.isRunning else { throw MemoryBenchmarkError(description: "postern run exited \(process.terminationStatus)") }
@@ -210,12 +238,20 @@ func measureStockTor(environment: [String: String]) async throws -> (tor: Reside
     process.arguments = ["-f", file.path, "--quiet"]
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
-    try process.run()
-    defer {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+    try process.runWithDefaultSignalMask()
+    do {
+        let measured = try await measureReadyStockTor(process, logPath: directory.appendingPathComponent("tor.log").path,
+                                                      socksPort: socksPort, environment: environment)
+        await process.stop()
+        return measured
+    } catch {
+        await process.stop()
+        throw error
     }
-    let logPath = directory.appendingPathComponent("tor.log").path
+}
+
+private func measureReadyStockTor(_ process: Process, logPath: String, socksPort: UInt16,
+                                  environment: [String: String]) async throws -> (tor: ResidentBreakdown, obfs4proxy: ResidentBreakdown) {
     try await waitFor("tor to bootstrap", timeout: .seconds(120)) {
         guard process.isRunning else { throw MemoryBenchmarkError(description: "tor exited \(process.terminationStatus)") }
         return ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").contains("Bootstrapped 100%")

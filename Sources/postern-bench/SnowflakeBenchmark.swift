@@ -58,7 +58,7 @@ final class BenchTorClient: @unchecked Sendable {
         process.arguments = ["-f", file.path, "--quiet"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWithDefaultSignalMask()
     }
 
     var log: String { (try? String(contentsOf: directory.appendingPathComponent("tor.log"), encoding: .utf8)) ?? "" }
