@@ -71,6 +71,9 @@ extension TestBedSuite {
             #expect(progresses == progresses.sorted(), "milestones only go up")
             if trial["succeeded"] as? Bool == true {
                 let ready = try #require(time(of: "ready"), "a successful trial's child reported ready")
+                // The child bound its own SOCKS port and said which; the probe used that one.
+                let readySocks = events.first { $0["event"] as? String == "ready" }?["socks"] as? String ?? ""
+                #expect(readySocks == "127.0.0.1:\(trial["socksPort"] as? Int ?? -1)", "the trial's port is the child's: \(readySocks)")
                 #expect(trial["bootstrapSeconds"] as? Double == ready)
                 #expect(progresses.last == 100)
                 let firstByte = try #require(time(of: "first-byte"))

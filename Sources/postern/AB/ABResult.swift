@@ -38,7 +38,8 @@ struct ABResult: Codable, Sendable {
         var failure: Failure?
         /// The child's events file, relative to the run's directory.
         var eventsFile: String
-        var socksPort: UInt16
+        /// The SOCKS port the child bound and reported (nil when it never got ready).
+        var socksPort: UInt16?
         var startedAt: Date
     }
 

@@ -14,6 +14,7 @@ struct RunEvent: Codable, Sendable, Equatable {
     var kind: String?
     var transport: String?
     var message: String?
+    var code: String?
     var socks: String?
     var route: String?
     var pid: Int?
@@ -32,6 +33,10 @@ struct RunEvent: Codable, Sendable, Equatable {
 /// trial and every bootstrap check is its own process): its own settings directory holding only
 /// the bridges it may use (so no bridge line appears on a command line, where `ps` would show it),
 /// its own data directory, SOCKS port and events file. Stopped with SIGTERM, then SIGKILL.
+///
+/// The child binds its SOCKS port itself (`--socks 127.0.0.1:auto`) and names the port it got in
+/// its `ready` event: a port chosen here and bound there could be taken by another program in
+/// between (it was, in CI: "127.0.0.1:40001 is already in use").
 final class ChildRun: @unchecked Sendable {
     struct Setup: Sendable {
         var directory: URL
@@ -43,7 +48,6 @@ final class ChildRun: @unchecked Sendable {
         /// External transports stored in the child's settings with the bridges (for `plugin:NAME`
         /// routes, marked as replacing Postern's own transport of that name).
         var plugins: [TransportPlugin] = []
-        var socksPort: UInt16
         var torOptionsFile: String?
         var unsafeLogging: Bool
         /// Cached directory files copied into the data directory before start (warm start).
@@ -75,7 +79,7 @@ final class ChildRun: @unchecked Sendable {
             throw CommandFailure("cannot create files in \(setup.directory.path)")
         }
         var arguments = ["run", "--config-dir", configDirectory.path, "--data-dir", dataDirectory.path,
-                         "--socks", "127.0.0.1:\(setup.socksPort)", "--transport", setup.transport,
+                         "--socks", "127.0.0.1:auto", "--transport", setup.transport,
                          "--events-json", eventsFile.path, "--json"]
         if let file = setup.torOptionsFile { arguments += ["--tor-options-file", file] }
         if setup.unsafeLogging { arguments.append("--unsafe-logging") }
@@ -104,7 +108,8 @@ final class ChildRun: @unchecked Sendable {
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
     enum Outcome: Sendable {
-        case ready
+        /// 100 %, with the loopback SOCKS port the child bound.
+        case ready(socksPort: UInt16)
         /// The child reported a failure or exited before 100 %.
         case failed(String)
         case timedOut
@@ -121,7 +126,12 @@ final class ChildRun: @unchecked Sendable {
                 seen = current.count
                 onEvents(current)
             }
-            if current.contains(where: { $0.event == "ready" }) { return .ready }
+            if let ready = current.first(where: { $0.event == "ready" }) {
+                guard let port = ready.socks.flatMap(Self.port(ofEndpoint:)) else {
+                    return .failed("the child's ready event names no SOCKS port (\(ready.socks ?? "none"))")
+                }
+                return .ready(socksPort: port)
+            }
             if let failure = current.last(where: { $0.event == "failed" }) {
                 return .failed(failure.message ?? "tor failed")
             }
@@ -165,24 +175,9 @@ final class ChildRun: @unchecked Sendable {
         }
     }
 
-    /// A loopback TCP port free right now (bound and released; the child binds it moments later).
-    static func freePort() throws -> UInt16 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw CommandFailure("cannot open a socket: \(String(cString: strerror(errno)))") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
-        }
-        guard bound == 0 else { throw CommandFailure("cannot find a free port: \(String(cString: strerror(errno)))") }
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        guard named == 0 else { throw CommandFailure("cannot find a free port: \(String(cString: strerror(errno)))") }
-        return UInt16(bigEndian: address.sin_port)
+    /// The port of "HOST:PORT" or "[HOST]:PORT" as the child reports it; nil for anything else.
+    static func port(ofEndpoint text: String) -> UInt16? {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port != 0 else { return nil }
+        return port
     }
 }

@@ -61,7 +61,6 @@ final class TrialRunner: Sendable {
     private struct State {
         var running: [Int: Live] = [:]
         var finished: [ABResult.Trial] = []
-        var usedPorts: Set<UInt16> = []
         /// Route name → cached directory of its last successful trial.
         var warmCache: [String: URL] = [:]
         var children: [Int: ChildRun] = [:]
@@ -135,32 +134,21 @@ final class TrialRunner: Sendable {
         state.withLock { state in
             state.running[item.index] = nil
             state.finished.append(trial)
-            state.usedPorts.remove(trial.socksPort)
         }
         report(justFinished: trial)
-    }
-
-    private func freePort() -> UInt16 {
-        for _ in 0..<20 {
-            guard let port = try? ChildRun.freePort() else { continue }
-            let fresh = state.withLock { state in state.usedPorts.insert(port).inserted }
-            if fresh { return port }
-        }
-        return 0
     }
 
     private func execute(_ item: Scheduled) async -> ABResult.Trial {
         let name = String(format: "trial-%03d-%@", item.index, item.route.name)
         let directory = plan.directory.appendingPathComponent(name)
-        let port = freePort()
         let warmSource = plan.warm ? state.withLock { $0.warmCache[item.route.name] } : nil
         var trial = ABResult.Trial(index: item.index, route: item.route.name, attempt: item.attempt, warm: warmSource != nil,
-                                   succeeded: false, milestones: [], eventsFile: "\(name)/events.jsonl", socksPort: port,
+                                   succeeded: false, milestones: [], eventsFile: "\(name)/events.jsonl", socksPort: nil,
                                    startedAt: Date())
         let child: ChildRun
         do {
             child = try ChildRun(.init(directory: directory, transport: item.route.transport, bridges: item.route.bridges,
-                                       plugins: item.route.plugins, socksPort: port, torOptionsFile: plan.torOptionsFile, unsafeLogging: plan.unsafeLogging,
+                                       plugins: item.route.plugins, torOptionsFile: plan.torOptionsFile, unsafeLogging: plan.unsafeLogging,
                                        warmFrom: warmSource))
         } catch {
             trial.failure = .init(stage: "start", reason: "could not start the child: \(error)")
@@ -181,8 +169,9 @@ final class TrialRunner: Sendable {
         let events = child.events
         Self.fill(&trial, from: events)
         switch outcome {
-        case .ready:
+        case .ready(let port):
             trial.succeeded = true
+            trial.socksPort = port
             if let probe = plan.probe {
                 do {
                     let result = try await probe.run(socksPort: port)

@@ -380,7 +380,7 @@ struct BridgeHealthCheck {
         do {
             child = try ChildRun(.init(directory: directory, transport: candidate.line.transport.rawValue, bridges: [candidate.line],
                                        plugins: plugins.filter { $0.names.contains(candidate.line.transport) },
-                                       socksPort: try ChildRun.freePort(), torOptionsFile: torOptionsFile,
+                                       torOptionsFile: torOptionsFile,
                                        unsafeLogging: unsafeLogging, warmFrom: nil))
         } catch {
             return .init(result: "failed", detail: "could not start the child: \(error)")
