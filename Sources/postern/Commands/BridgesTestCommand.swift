@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternTrials
 import Synchronization
 import TransportBase
 import WebtunnelTransport
@@ -392,7 +393,7 @@ struct BridgeHealthCheck {
         switch outcome {
         case .ready:
             return .init(result: "ok", milliseconds: (events.first { $0.event == "ready" }?.t ?? 0) * 1000, detail: "100%")
-        case .failed(let reason):
+        case .failed(let reason, _):
             return .init(result: "failed", milliseconds: Self.milliseconds(since: started),
                          detail: TrialRunner.failure(events: events, reason: reason).describedPlace)
         case .timedOut:
