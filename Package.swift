@@ -22,6 +22,7 @@ let package = Package(
     products: [
         .library(name: "PosternCore", targets: ["PosternCore"]),
         .library(name: "BridgeConfig", targets: ["BridgeConfig"]),
+        .library(name: "PosternTrials", targets: ["PosternTrials"]),
         .executable(name: "postern", targets: ["postern"]),
     ],
     targets: [
@@ -72,9 +73,12 @@ let package = Package(
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
+        // The A/B trial runner: child `postern run`s, the probe download, harness errors kept apart,
+        // typed results, the HTML report, OONI measurements and merges (`postern ab` renders them).
+        .target(name: "PosternTrials", dependencies: ["BridgeConfig", "TransportBase", "TrialAnalysis"], path: "Sources/PosternTrials"),
         .executableTarget(name: "postern",
                           dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "CQREncode",
-                                         "TrialAnalysis"],
+                                         "TrialAnalysis", "PosternTrials"],
                           path: "Sources/postern"),
 
         .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig", "BridgeStoreCrashWriter"],
@@ -97,8 +101,11 @@ let package = Package(
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
         .testTarget(name: "TrialAnalysisTests", dependencies: ["TrialAnalysis"], path: "Tests/TrialAnalysisTests"),
+        // Results, report (rendered by rsvg-convert), OONI schema, merge; no network.
+        .testTarget(name: "PosternTrialsTests", dependencies: ["PosternTrials", "PosternTestSupport"], path: "Tests/PosternTrialsTests",
+                    exclude: ["Schemas"]),
         .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "PosternTestSupport",
-                                                             "TransportTestSupport"],
+                                                             "TransportTestSupport", "PosternTrials"],
                     path: "Tests/IntegrationTests"),
     ]
 )

@@ -24,6 +24,9 @@ PACKAGES=(
   nginx
   # app layer leak proof: packet capture inside the namespace
   tshark
+  # A/B results: the report's charts rendered by a real SVG renderer and their pixels read back,
+  # and the OONI measurements validated against their JSON schema (Tests/PosternTrialsTests)
+  librsvg2-bin python3-pil python3-jsonschema
 )
 missing=()
 for p in "${PACKAGES[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done

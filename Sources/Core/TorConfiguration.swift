@@ -7,21 +7,41 @@ public struct SocksEndpoint: Sendable, Hashable, CustomStringConvertible {
     public static let `default` = try! SocksEndpoint(host: "127.0.0.1", port: defaultPort)
 
     public let host: String
+    /// The port; 0 for `automatic` until tor has bound one (TorStatus.socks then holds the bound one).
     public let port: UInt16
 
     public init(host: String = "127.0.0.1", port: UInt16) throws(TorCoreError) {
+        guard port != 0 else {
+            throw TorCoreError(.invalidConfiguration, kind: .usage, "the SOCKS port must be between 1 and 65535 (or auto)")
+        }
+        try self.init(checkedHost: host, port: port)
+    }
+
+    /// A listener on a port tor picks when it binds (`SocksPort HOST:auto`): nothing can take the
+    /// port between choosing and binding it, as happens when a parent picks a free port for a child.
+    /// The bound port is in `TorStatus.socks` once the core has started.
+    public static func automatic(host: String = "127.0.0.1") throws(TorCoreError) -> SocksEndpoint {
+        try SocksEndpoint(checkedHost: host, port: 0)
+    }
+
+    private init(checkedHost host: String, port: UInt16) throws(TorCoreError) {
         guard Self.isLoopback(host) else {
             throw TorCoreError(.invalidConfiguration, kind: .usage,
                                "the SOCKS listener must bind to loopback (127.0.0.0/8 or [::1]), not \(host)")
-        }
-        guard port != 0 else {
-            throw TorCoreError(.invalidConfiguration, kind: .usage, "the SOCKS port must be between 1 and 65535")
         }
         self.host = host
         self.port = port
     }
 
-    /// Parses "PORT", "HOST:PORT" or "[::1]:PORT".
+    /// True for a listener whose port tor chooses (`auto`, or port 0 as given).
+    public var isAutomatic: Bool { port == 0 }
+
+    /// This endpoint's host with the port tor bound.
+    public func bound(port: UInt16) throws(TorCoreError) -> SocksEndpoint {
+        try SocksEndpoint(host: host, port: port)
+    }
+
+    /// Parses "PORT", "HOST:PORT" or "[::1]:PORT"; PORT may be "auto" (or 0): tor picks a free one.
     public init(parsing text: String) throws(TorCoreError) {
         var host = "127.0.0.1"
         var portText = Substring(text)
@@ -32,17 +52,46 @@ public struct SocksEndpoint: Sendable, Hashable, CustomStringConvertible {
             host = String(text[..<colon])
             portText = text[text.index(after: colon)...]
         }
+        if portText == "auto" || portText == "0" {
+            try self.init(checkedHost: host, port: 0)
+            return
+        }
         guard let port = UInt16(portText) else {
-            throw TorCoreError(.invalidConfiguration, kind: .usage, "'\(text)' is not a SOCKS port or HOST:PORT")
+            throw TorCoreError(.invalidConfiguration, kind: .usage, "'\(text)' is not a SOCKS port or HOST:PORT (PORT may be auto)")
         }
         try self.init(host: host, port: port)
     }
 
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    /// Parses the quoted addresses of `GETINFO net/listeners/socks` (`"127.0.0.1:40001" "[::1]:9050"`,
+    /// unix sockets and non-loopback addresses are skipped) into endpoints.
+    public static func parseListeners(_ text: String) -> [SocksEndpoint] {
+        text.split(whereSeparator: { $0 == " " || $0 == "\"" }).compactMap { word -> SocksEndpoint? in
+            var host: Substring
+            var portText: Substring
+            if word.hasPrefix("["), let close = word.firstIndex(of: "]") {
+                host = word[word.index(after: word.startIndex)..<close]
+                portText = word[word.index(after: close)...].drop(while: { $0 == ":" })
+            } else if let colon = word.lastIndex(of: ":") {
+                host = word[..<colon]
+                portText = word[word.index(after: colon)...]
+            } else {
+                return nil
+            }
+            guard let port = UInt16(portText), port != 0 else { return nil }
+            return try? SocksEndpoint(host: String(host), port: port)
+        }
+    }
+
+    /// "HOST:PORT", or "HOST:auto" for an automatic one (what tor's SocksPort takes).
+    public var description: String {
+        let portText = isAutomatic ? "auto" : String(port)
+        return host.contains(":") ? "[\(host)]:\(portText)" : "\(host):\(portText)"
+    }
 
     /// Throws when something else already listens on this address and port: tor would refuse to
     /// start before its log opens, and the user would learn nothing.
     func ensureAvailable() throws(TorCoreError) {
+        guard !isAutomatic else { return }
         let isIPv6 = host.contains(":")
         let descriptor = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return }

@@ -197,6 +197,9 @@ public actor TorManager {
         }
         do {
             try await connection.setEvents(["STATUS_CLIENT", "ORCONN"])
+            // tor binds its listeners before the control connection answers: an automatic port
+            // is known from here on (and published with the next status).
+            if configuration.socks.isAutomatic { _ = await socksListenerIsBound() }
             beginAttempt()
             try await refreshBootstrapPhase()
         } catch {
@@ -323,10 +326,18 @@ public actor TorManager {
         publish()
     }
 
+    /// Asks tor which SOCKS listener it bound (`GETINFO net/listeners/socks`). For an automatic
+    /// port the bound one becomes `status.socks`, so callers learn the port tor chose.
     private func socksListenerIsBound() async -> Bool {
         guard let control, let socks = configuration?.socks,
-              let listeners = try? await control.getInfo(["net/listeners/socks"])["net/listeners/socks"] else { return false }
-        return listeners.contains("\(socks.description)\"") || listeners.contains(socks.description)
+              let text = try? await control.getInfo(["net/listeners/socks"])["net/listeners/socks"] else { return false }
+        let listeners = SocksEndpoint.parseListeners(text)
+        if socks.isAutomatic {
+            guard let bound = listeners.first(where: { $0.host == socks.host }) else { return false }
+            status.socks = bound
+            return true
+        }
+        return listeners.contains(socks)
     }
 
     private static func prepareDataDirectory(_ directory: URL) throws(TorCoreError) -> URL {

@@ -37,6 +37,8 @@ public struct TorStatus: Sendable, Hashable {
     /// every start, restart or reconfiguration, and when bootstrap completes.
     public var bootstrapDidStall: Bool = false
     public var lastError: TorCoreError?
+    /// The SOCKS listener: as configured, or, for an automatic port, the one tor bound once it is
+    /// known (from the start of the core; always by the time the state is ready).
     public var socks: SocksEndpoint?
 
     public init() {}

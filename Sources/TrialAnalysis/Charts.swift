@@ -18,10 +18,6 @@ public enum BoxPlotSVG {
 
     public static let width = 640.0
     public static let height = 400.0
-    static let plotTop = 50.0
-    static let plotBottom = 330.0
-    static let plotLeft = 70.0
-    static let plotRight = 620.0
 
     /// The axis runs from 0 to a "nice" value at or above the largest value.
     public static func axisMaximum(_ groups: [Group]) -> Double {
@@ -32,26 +28,70 @@ public enum BoxPlotSVG {
         return 10 * magnitude
     }
 
-    /// The vertical pixel position of `value` on an axis from 0 to `maximum`.
+    /// The vertical pixel position of `value` on an axis from 0 to `maximum` in a single chart.
     public static func y(_ value: Double, maximum: Double) -> Double {
-        plotBottom - (plotBottom - plotTop) * min(max(value / maximum, 0), 1)
+        y(value, maximum: maximum, frame: Frame(left: 15, width: 620, top: 10))
+    }
+
+    /// One chart of a small-multiples figure: its own title, axis and groups.
+    public struct Panel: Sendable {
+        /// A stable name for the panel (`data-figure` in the SVG), e.g. "bootstrap".
+        public var id: String
+        public var title: String
+        public var axisLabel: String
+        public var groups: [Group]
+
+        public init(id: String, title: String, axisLabel: String, groups: [Group]) {
+            self.id = id
+            self.title = title
+            self.axisLabel = axisLabel
+            self.groups = groups
+        }
+    }
+
+    /// A horizontal placement of a plot inside a larger document.
+    struct Frame {
+        var left: Double
+        var width: Double
+        var top: Double
+        var plotLeft: Double { left + 55 }
+        var plotRight: Double { left + width - 15 }
+        var plotTop: Double { top + 40 }
+        var plotBottom: Double { top + 320 }
     }
 
     public static func render(title: String, axisLabel: String, groups: [Group]) -> String {
-        let maximum = axisMaximum(groups)
-        var svg = """
+        var svg = header(width: width, height: height)
+        svg += "<text x=\"\(format(width / 2))\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">\(escape(title))</text>\n"
+        svg += plot(axisLabel: axisLabel, groups: groups, frame: Frame(left: 15, width: 620, top: 10))
+        return svg + "</svg>\n"
+    }
+
+    static func header(width: Double, height: Double) -> String {
+        """
         <?xml version="1.0" encoding="UTF-8"?>
         <svg xmlns="http://www.w3.org/2000/svg" width="\(format(width))" height="\(format(height))" viewBox="0 0 \(format(width)) \(format(height))" font-family="sans-serif" font-size="12">
         <rect width="100%" height="100%" fill="white"/>
-        <text x="\(format(width / 2))" y="24" text-anchor="middle" font-size="15">\(escape(title))</text>
-        <text x="16" y="\(format((plotTop + plotBottom) / 2))" text-anchor="middle" transform="rotate(-90 16 \(format((plotTop + plotBottom) / 2)))">\(escape(axisLabel))</text>
 
         """
+    }
+
+    /// The y position of `value` inside `frame` on an axis from 0 to `maximum`.
+    static func y(_ value: Double, maximum: Double, frame: Frame) -> Double {
+        frame.plotBottom - (frame.plotBottom - frame.plotTop) * min(max(value / maximum, 0), 1)
+    }
+
+    /// The axis, ticks, labels and boxes of one plot, without the document around it.
+    static func plot(axisLabel: String, groups: [Group], frame: Frame) -> String {
+        let maximum = axisMaximum(groups)
+        let plotLeft = frame.plotLeft, plotRight = frame.plotRight, plotTop = frame.plotTop, plotBottom = frame.plotBottom
+        let middle = (plotTop + plotBottom) / 2
+        var svg = "<text x=\"\(format(frame.left + 8))\" y=\"\(format(middle))\" text-anchor=\"middle\" transform=\"rotate(-90 \(format(frame.left + 8)) \(format(middle)))\">\(escape(axisLabel))</text>\n"
         // Axis with five ticks.
         svg += "<line x1=\"\(format(plotLeft))\" y1=\"\(format(plotTop))\" x2=\"\(format(plotLeft))\" y2=\"\(format(plotBottom))\" stroke=\"black\"/>\n"
         for tick in 0...5 {
             let value = maximum * Double(tick) / 5
-            let tickY = y(value, maximum: maximum)
+            let tickY = y(value, maximum: maximum, frame: frame)
             svg += "<line x1=\"\(format(plotLeft - 5))\" y1=\"\(format(tickY))\" x2=\"\(format(plotRight))\" y2=\"\(format(tickY))\" stroke=\"#ddd\"/>\n"
             svg += "<text x=\"\(format(plotLeft - 8))\" y=\"\(format(tickY + 4))\" text-anchor=\"end\">\(format(value))</text>\n"
         }
@@ -64,29 +104,32 @@ public enum BoxPlotSVG {
                 svg += "<text x=\"\(format(center))\" y=\"\(format(plotBottom + 36))\" text-anchor=\"middle\" fill=\"#555\">\(escape(group.note))</text>\n"
             }
             guard let box = Statistics.boxSummary(group.values) else {
-                svg += "<text x=\"\(format(center))\" y=\"\(format((plotTop + plotBottom) / 2))\" text-anchor=\"middle\" fill=\"#a00\">no data</text>\n"
+                svg += "<text x=\"\(format(center))\" y=\"\(format(middle))\" text-anchor=\"middle\" fill=\"#a00\">no data</text>\n"
                 continue
             }
             let left = center - boxWidth / 2, right = center + boxWidth / 2
-            let q1 = y(box.firstQuartile, maximum: maximum), q3 = y(box.thirdQuartile, maximum: maximum)
+            let q1 = y(box.firstQuartile, maximum: maximum, frame: frame), q3 = y(box.thirdQuartile, maximum: maximum, frame: frame)
             svg += "<g class=\"box\" data-label=\"\(escape(group.label))\">\n"
-            svg += "<line x1=\"\(format(center))\" y1=\"\(format(y(box.lowerWhisker, maximum: maximum)))\" x2=\"\(format(center))\" y2=\"\(format(q1))\" stroke=\"black\"/>\n"
-            svg += "<line x1=\"\(format(center))\" y1=\"\(format(q3))\" x2=\"\(format(center))\" y2=\"\(format(y(box.upperWhisker, maximum: maximum)))\" stroke=\"black\"/>\n"
+            svg += "<line x1=\"\(format(center))\" y1=\"\(format(y(box.lowerWhisker, maximum: maximum, frame: frame)))\" x2=\"\(format(center))\" y2=\"\(format(q1))\" stroke=\"black\"/>\n"
+            svg += "<line x1=\"\(format(center))\" y1=\"\(format(q3))\" x2=\"\(format(center))\" y2=\"\(format(y(box.upperWhisker, maximum: maximum, frame: frame)))\" stroke=\"black\"/>\n"
             for whisker in [box.lowerWhisker, box.upperWhisker] {
-                let whiskerY = y(whisker, maximum: maximum)
+                let whiskerY = y(whisker, maximum: maximum, frame: frame)
                 svg += "<line x1=\"\(format(center - boxWidth / 4))\" y1=\"\(format(whiskerY))\" x2=\"\(format(center + boxWidth / 4))\" y2=\"\(format(whiskerY))\" stroke=\"black\"/>\n"
             }
-            svg += "<rect x=\"\(format(left))\" y=\"\(format(q3))\" width=\"\(format(boxWidth))\" height=\"\(format(max(q1 - q3, 1)))\" fill=\"#9cc3e6\" stroke=\"black\"/>\n"
-            let medianY = y(box.median, maximum: maximum)
-            svg += "<line class=\"median\" x1=\"\(format(left))\" y1=\"\(format(medianY))\" x2=\"\(format(right))\" y2=\"\(format(medianY))\" stroke=\"#c00\" stroke-width=\"2\"/>\n"
+            svg += "<rect x=\"\(format(left))\" y=\"\(format(q3))\" width=\"\(format(boxWidth))\" height=\"\(format(max(q1 - q3, 1)))\" fill=\"\(boxFill)\" stroke=\"black\"/>\n"
+            let medianY = y(box.median, maximum: maximum, frame: frame)
+            svg += "<line class=\"median\" x1=\"\(format(left))\" y1=\"\(format(medianY))\" x2=\"\(format(right))\" y2=\"\(format(medianY))\" stroke=\"\(medianStroke)\" stroke-width=\"2\"/>\n"
             for value in group.values {
-                svg += "<circle cx=\"\(format(center + boxWidth * 0.6))\" cy=\"\(format(y(value, maximum: maximum)))\" r=\"2.5\" fill=\"#333\"><title>\(format(value))</title></circle>\n"
+                svg += "<circle cx=\"\(format(center + boxWidth * 0.6))\" cy=\"\(format(y(value, maximum: maximum, frame: frame)))\" r=\"2.5\" fill=\"#333\"><title>\(format(value))</title></circle>\n"
             }
             svg += "</g>\n"
         }
-        svg += "</svg>\n"
         return svg
     }
+
+    /// The colours of a box and its median line (tests look for them in the rendered picture).
+    public static let boxFill = "#9cc3e6"
+    public static let medianStroke = "#c00"
 
     static func format(_ value: Double) -> String {
         let rounded = (value * 100).rounded() / 100
@@ -96,6 +139,28 @@ public enum BoxPlotSVG {
     static func escape(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    }
+}
+
+/// Small multiples: box plots of several figures side by side, each with its own axis, over the
+/// same groups (e.g. time to 100 %, probe first byte and throughput by route). Each panel is a
+/// `<g class="panel" data-figure="ID">`.
+public enum SmallMultiplesSVG {
+    public static let panelWidth = 400.0
+    public static let height = 400.0
+
+    public static func render(title: String, panels: [BoxPlotSVG.Panel]) -> String {
+        let width = panelWidth * Double(max(panels.count, 1))
+        var svg = BoxPlotSVG.header(width: width, height: height)
+        svg += "<text x=\"\(BoxPlotSVG.format(width / 2))\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">\(BoxPlotSVG.escape(title))</text>\n"
+        for (index, panel) in panels.enumerated() {
+            let frame = BoxPlotSVG.Frame(left: panelWidth * Double(index), width: panelWidth, top: 30)
+            svg += "<g class=\"panel\" data-figure=\"\(BoxPlotSVG.escape(panel.id))\">\n"
+            svg += "<text x=\"\(BoxPlotSVG.format(frame.left + panelWidth / 2))\" y=\"\(BoxPlotSVG.format(frame.top + 20))\" text-anchor=\"middle\" font-size=\"14\">\(BoxPlotSVG.escape(panel.title))</text>\n"
+            svg += BoxPlotSVG.plot(axisLabel: panel.axisLabel, groups: panel.groups, frame: frame)
+            svg += "</g>\n"
+        }
+        return svg + "</svg>\n"
     }
 }
 

@@ -16,7 +16,8 @@ import Testing
         #expect(result.status == 0)
         #expect(result.stdout.contains("Usage: postern ab [<command>] ROUTE ROUTE..."))
         #expect(result.stdout.contains("history"))
-        for option in ["--trials N", "--parallel K", "--warm", "--probe-url URL", "--svg FILE", "--trial-timeout [ROUTE=]SECONDS"] {
+        for option in ["--trials N", "--parallel K", "--warm", "--probe-url URL", "--svg FILE", "--trial-timeout [ROUTE=]SECONDS",
+                       "--ooni FILE", "--probe-asn ASN", "--probe-cc CC", "--network LABEL", "--harness-retries N", "report", "merge"] {
             #expect(result.stdout.contains(option), "help lacks \(option)")
         }
         let history = try postern(["ab", "history", "--help"])
@@ -27,6 +28,9 @@ import Testing
                       ["ab", "direct", "--probe-url", "https://example.invalid/"], ["ab", "direct", "--trial-timeout", "obfs4=3"],
                       ["ab", "direct", "--trial-timeout", "soon"], ["ab", "direct", "--json", "--csv"], ["ab", "direct", "direct"],
                       ["ab", "meek_lite"], ["ab", "direct", "--seed", "-1"], ["ab", "history", "extra"],
+                      ["ab", "direct", "--probe-cc", "IR"], ["ab", "direct", "--ooni", "/dev/null", "--probe-asn", "ASx"],
+                      ["ab", "direct", "--ooni", "/dev/null", "--probe-cc", "Iran"], ["ab", "direct", "--harness-retries", "11"],
+                      ["ab", "direct", "--network", ""], ["ab", "report"], ["ab", "report", "a", "b"], ["ab", "merge"],
                       ["bridges", "test", "--parallel", "0"], ["bridges", "test", "--timeout", "x"], ["bridges", "test", "nothex"],
                       ["bridges", "test", "--builtin", "--all"]])
     func usageErrorsExit64(_ arguments: [String]) throws {

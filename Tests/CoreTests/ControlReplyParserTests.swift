@@ -125,6 +125,28 @@ import Testing
         #expect(SocksEndpoint.default.description == "127.0.0.1:39050")
     }
 
+    /// `--socks auto` (or port 0): tor binds a free port itself and GETINFO net/listeners/socks
+    /// names it; the endpoint renders as tor's `HOST:auto` and never checks availability.
+    @Test func automaticSocksPortParsesAndReadsTheBoundListener() throws {
+        let automatic = try SocksEndpoint(parsing: "127.0.0.1:auto")
+        #expect(automatic.isAutomatic && automatic.port == 0)
+        #expect(automatic.description == "127.0.0.1:auto")
+        #expect(try SocksEndpoint(parsing: "auto") == automatic)
+        #expect(try SocksEndpoint(parsing: "0") == automatic)
+        #expect(try SocksEndpoint(parsing: "[::1]:auto").description == "[::1]:auto")
+        #expect(try SocksEndpoint.automatic() == automatic)
+        #expect(throws: TorCoreError.self) { _ = try SocksEndpoint(parsing: "0.0.0.0:auto") }
+        #expect(throws: TorCoreError.self) { _ = try SocksEndpoint(port: 0) }
+        #expect(throws: TorCoreError.self) { _ = try SocksEndpoint(parsing: "127.0.0.1:automatic") }
+        try automatic.ensureAvailable()
+
+        let listeners = SocksEndpoint.parseListeners(#""127.0.0.1:40001" "[::1]:9050" "unix:/run/tor/socks" "0.0.0.0:9150""#)
+        #expect(listeners == [try SocksEndpoint(port: 40001), try SocksEndpoint(host: "::1", port: 9050)])
+        #expect(try automatic.bound(port: 40001) == SocksEndpoint(port: 40001))
+        #expect(SocksEndpoint.parseListeners("").isEmpty)
+        #expect(SocksEndpoint.parseListeners(#""127.0.0.1:0" "127.0.0.1:99999" "garbage""#).isEmpty)
+    }
+
     @Test func optionLinesParse() throws {
         let options = try TorOption.parseLines("# client of a test network\nTestingTorNetwork 1\n\nDirAuthority a orport=5000 no-v2 127.0.1.1:7000 ABCD\n")
         #expect(options.map(\.key) == ["TestingTorNetwork", "DirAuthority"])

@@ -18,13 +18,15 @@ extension TestBedSuite {
                                                                 bed["TB_BRIDGE_OBFS4"], snowflake])
         try #require(add.status == 0, "bridges add: \(add.stdout) \(add.stderr)")
         let svgFile = config.appendingPathComponent("chart.svg")
+        let ooniFile = config.appendingPathComponent("trials.ooni.jsonl")
 
         let started = ContinuousClock.now
         let run = try ProcessRunner.run(ProcessRunner.postern, [
             "ab", "obfs4", "snowflake", "direct", "--trials", "5", "--parallel", "3", "--seed", "8",
             "--trial-timeout", "direct=20", "--trial-timeout", "90",
             "--probe-url", bed["TB_BLOB_URL"], "--probe-bytes", "1048576",
-            "--tor-options-file", bed["TB_CLIENT_TORRC"], "--svg", svgFile.path, "--json", "--config-dir", config.path])
+            "--tor-options-file", bed["TB_CLIENT_TORRC"], "--svg", svgFile.path, "--ooni", ooniFile.path, "--probe-cc", "ZZ",
+            "--network", "test-bed block-tor", "--json", "--config-dir", config.path])
         let elapsed = ContinuousClock.now - started
         print("postern ab (15 trials, 3 at a time) took \(elapsed)\n\(run.stderr)")
         try #require(run.status == 0, "postern ab failed: \(run.stderr)")
@@ -69,8 +71,12 @@ extension TestBedSuite {
             }
             let progresses = bootstrapEvents.compactMap { $0["progress"] as? Int }
             #expect(progresses == progresses.sorted(), "milestones only go up")
+            if let ready = time(of: "ready") { bootstrapByRoute[route, default: []].append(ready) }
             if trial["succeeded"] as? Bool == true {
                 let ready = try #require(time(of: "ready"), "a successful trial's child reported ready")
+                // The child bound its own SOCKS port and said which; the probe used that one.
+                let readySocks = events.first { $0["event"] as? String == "ready" }?["socks"] as? String ?? ""
+                #expect(readySocks == "127.0.0.1:\(trial["socksPort"] as? Int ?? -1)", "the trial's port is the child's: \(readySocks)")
                 #expect(trial["bootstrapSeconds"] as? Double == ready)
                 #expect(progresses.last == 100)
                 let firstByte = try #require(time(of: "first-byte"))
@@ -83,7 +89,10 @@ extension TestBedSuite {
                 #expect((trial["probeFirstByteSeconds"] as? Double ?? 0) > 0)
                 #expect(trial["probeBytes"] as? Int == 1_048_576)
                 #expect((trial["throughputBytesPerSecond"] as? Double ?? 0) > 0)
-                bootstrapByRoute[route, default: []].append(ready)
+            } else if let failure = trial["failure"] as? [String: Any], failure["stage"] as? String == "after-bootstrap" {
+                // 100 %, then the download broke: the route's failure, after bootstrap.
+                #expect(trial["bootstrapSeconds"] as? Double == time(of: "ready"))
+                #expect(failure["progress"] as? Int == 100 && failure["probe"] is String)
             } else {
                 #expect(time(of: "ready") == nil && trial["bootstrapSeconds"] == nil)
                 let failure = try #require(trial["failure"] as? [String: Any])
@@ -91,7 +100,7 @@ extension TestBedSuite {
                 #expect(!(failure["reason"] as? String ?? "").isEmpty)
             }
         }
-        // The summary medians are the medians of the children's own times (n = 5: the middle one).
+        // The summary medians are the medians of the children's own times to 100% (n = 5: the middle one).
         for route in ["obfs4", "snowflake"] {
             let values = (bootstrapByRoute[route] ?? []).sorted()
             guard values.count % 2 == 1 else { continue }
@@ -102,12 +111,31 @@ extension TestBedSuite {
         #expect(comparisons.contains { $0["figure"] as? String == "bootstrap" && $0["first"] as? String == "obfs4"
             && $0["second"] as? String == "snowflake" && $0["p"] is Double })
 
-        // The chart: boxes for the two routes that got through, "no data" for direct.
+        // The charts: time to 100%, probe first byte and throughput side by side, a box for each
+        // route that got through in each, "no data" for direct.
         let svg = try String(contentsOf: svgFile, encoding: .utf8)
         #expect(svg.hasPrefix("<?xml") && svg.contains("<svg"))
-        #expect(svg.components(separatedBy: "class=\"box\"").count - 1 == 2)
-        #expect(svg.contains("no data"))
-        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("trials.csv").path))
+        #expect(svg.components(separatedBy: "class=\"panel\"").count - 1 == 3)
+        #expect(svg.components(separatedBy: "class=\"box\"").count - 1 == 6)
+        #expect(svg.components(separatedBy: ">no data<").count - 1 == 3)
+        for file in ["trials.csv", "charts.svg", "report.html"] {
+            #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent(file).path), "\(file)")
+        }
+        #expect(json["network"] as? String == "test-bed block-tor")
+        #expect((json["harnessErrors"] as? [Any])?.isEmpty == true, "no harness errors: \(json["harnessErrors"] ?? "")")
+
+        // One OONI measurement per trial, valid against the schema.
+        let measurements = try String(contentsOf: ooniFile, encoding: .utf8).split(separator: "\n")
+        #expect(measurements.count == 15)
+        let schema = ProcessRunner.packageRoot.appendingPathComponent("Tests/PosternTrialsTests/Schemas/ooni-tor-measurement.schema.json")
+        let validation = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", """
+            import json, sys, jsonschema
+            validator = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))
+            errors = [e.message for line in open(sys.argv[2]) for e in validator.iter_errors(json.loads(line))]
+            print("\\n".join(errors)); sys.exit(1 if errors else 0)
+            """, schema.path, ooniFile.path])
+        #expect(validation.status == 0, "\(validation.stdout)\(validation.stderr)")
+        #expect(measurements.filter { $0.contains("\"test_name\":\"torsf\"") }.count == 5)
 
         // Kept in history, mode 0600.
         let resultFile = directory.appendingPathComponent("result.json")
@@ -118,7 +146,8 @@ extension TestBedSuite {
         #expect(history.stdout.contains(directory.lastPathComponent))
 
         // No bridge data in anything printed or kept.
-        var kept = run.stdout + run.stderr
+        var kept = run.stdout + run.stderr + ((try? String(contentsOf: ooniFile, encoding: .utf8)) ?? "")
+        kept += (try? String(contentsOf: directory.appendingPathComponent("report.html"), encoding: .utf8)) ?? ""
         for trial in trials {
             if let file = trial["eventsFile"] as? String {
                 kept += (try? String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)) ?? ""

@@ -83,6 +83,39 @@ import Testing
         await manager.shutdown()
     }
 
+    /// `SocksPort 127.0.0.1:auto`: tor binds a port of its choosing, the status names it (read
+    /// from GETINFO net/listeners/socks) and it carries traffic; a SETCONF keeps it, a restart
+    /// binds one again and names the new one. What `postern ab` children rely on (no port race).
+    @Test func automaticSocksPortIsBoundByTorAndReported() async throws {
+        let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
+        try bed.setCensor("none")
+        let manager = TorManager()
+        let data = TestBed.temporaryDirectory("auto-socks")
+        defer { try? FileManager.default.removeItem(at: data) }
+        try await manager.start(TorConfiguration(dataDirectory: data, socks: try SocksEndpoint.automatic(), options: try bed.clientOptions()))
+        let early = try #require(await manager.currentStatus.socks)
+        #expect(!early.isAutomatic && early.host == "127.0.0.1", "the bound port is known once the core has started: \(early)")
+        #expect(await manager.awaitReady(timeout: .seconds(90)))
+        let socks = try #require(await manager.currentStatus.socks)
+        #expect(socks == early)
+        let page = try TestBed.fetch(bed.pageURL, socks: socks.description)
+        #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "\(page.stderr)")
+
+        try await manager.reconfigure([try TorOption("CircuitBuildTimeout", "30")])
+        #expect(await manager.awaitReady(timeout: .seconds(90)))
+        #expect(await manager.currentStatus.socks == socks, "a SETCONF keeps the listener")
+        let listeners = try await manager.getInfo(["net/listeners/socks"])["net/listeners/socks"] ?? ""
+        #expect(SocksEndpoint.parseListeners(listeners) == [socks])
+
+        try await manager.restart()
+        #expect(await manager.awaitReady(timeout: .seconds(90)))
+        let again = try #require(await manager.currentStatus.socks)
+        #expect(!again.isAutomatic)
+        let second = try TestBed.fetch(bed.pageURL, socks: again.description)
+        #expect(second.stdout.contains(bed["TB_HTTP_MARKER"]), "\(second.stderr)")
+        await manager.shutdown()
+    }
+
     @Test func stallIsReportedAfterTheDeadlineAndRestartClearsIt() async throws {
         let options = unreachableNetworkOptions
         let manager = TorManager()

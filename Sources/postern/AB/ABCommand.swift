@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternTrials
 import TrialAnalysis
 
 extension Command {
@@ -17,8 +18,11 @@ extension Command {
         first byte from the bridge or proxy, every bootstrap milestone, time to 100%, and with
         --probe-url the time to the first byte and the throughput of a download through the route.
         Then a table per route (success rate, median and 90th percentile), pairwise Mann-Whitney U
-        tests and bootstrap confidence intervals, and a verdict. Results are kept under the state
-        directory ('postern ab history'). See docs/AB-TRIALS.md.
+        tests and bootstrap confidence intervals, and a verdict. A download that breaks after 100% is
+        the route's failure, counted apart; a try that fails for the harness's reasons (the child
+        could not start or crashed) is retried, shown apart and counted for no route. Results are
+        kept under the state directory ('postern ab history'), with an HTML report ('postern ab
+        report'); runs from several networks pool with 'postern ab merge'. See docs/AB-TRIALS.md.
         """,
         options: [
             .value("trials", "N", "trials per route (default 5)"),
@@ -31,11 +35,16 @@ extension Command {
             .value("trial-timeout", "[ROUTE=]SECONDS", repeatable: true,
                    "give up on a trial after this long (default: direct 45, snowflake 300, others 120)"),
             .value("tor-options-file", "FILE", "extra tor options for every child (private test networks)"),
-            .value("svg", "FILE", "also write the box plot of time to 100% to FILE"),
+            .value("svg", "FILE", "also write the charts (time to 100%, probe first byte, throughput) to FILE"),
+            .value("network", "LABEL", "name the network or vantage point of this run (for 'postern ab merge' and --ooni)"),
+            .value("ooni", "FILE", "also write each trial as an OONI tor measurement (vanilla_tor / torsf), one JSON a line"),
+            .value("probe-asn", "ASN", "the probe's AS number for --ooni (default AS0: unknown; nothing is looked up)"),
+            .value("probe-cc", "CC", "the probe's two-letter country code for --ooni (default ZZ: unknown)"),
+            .value("harness-retries", "N", "tries again after a harness error (default 2)"),
             .flag("json", "print the whole result (every trial) as JSON on stdout; the table goes to stderr"),
             .flag("csv", "print the trials as CSV on stdout; the table goes to stderr"),
         ],
-        subcommands: [.abHistory],
+        subcommands: [.abHistory, .abReport, .abMerge],
         run: { invocation in try await ABSession(invocation).run() })
 
     static let abHistory = Command(
@@ -44,7 +53,7 @@ extension Command {
         options: [.flag("json", "print the runs as JSON")],
         run: { invocation in
             try invocation.requireNoPositionals()
-            let runs = ABHistory(paths: invocation.paths).load()
+            let runs = ABHistory.history(invocation.paths).load()
             if invocation.json {
                 struct Entry: Encodable {
                     let id: String; let startedAt: Date; let routes: [String]; let trialsPerRoute: Int
@@ -67,38 +76,122 @@ extension Command {
             invocation.output.print(Table.render(header: ["ID", "STARTED", "TRIALS", "RESULTS", "BEST"], rows: runs.map { run in
                 [run.id, formatter.string(from: run.startedAt), String(run.trialsPerRoute),
                  run.summaries.map { "\($0.route) \($0.successes)/\($0.trials)" }.joined(separator: ", "),
-                 run.verdict.first { $0.hasPrefix("Best here:") }.map { String($0.dropFirst("Best here: ".count)) } ?? "-"]
+                 run.best ?? "-"]
             }))
             return 0
         })
 }
 
-/// Earlier runs: `<state dir>/ab/<id>/result.json`, newest last.
-struct ABHistory {
-    let paths: PosternPaths
-    var directory: URL { paths.stateDirectory.appendingPathComponent("ab") }
+/// Where `postern ab` keeps its runs: `<state dir>/ab/<id>/`.
+enum ABHistory {
+    static func directory(_ paths: PosternPaths) -> URL { paths.stateDirectory.appendingPathComponent("ab") }
+    static func history(_ paths: PosternPaths) -> TrialHistory { TrialHistory(directory: directory(paths)) }
 
-    func load() -> [ABResult] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.compactMap { name in
-            guard let data = try? Data(contentsOf: directory.appendingPathComponent(name).appendingPathComponent("result.json")) else {
-                return nil
-            }
-            return try? ABResult.decode(data)
-        }.sorted { $0.startedAt < $1.startedAt }
+    /// A run given as a directory, or as the id of a run kept in the history.
+    static func runDirectory(_ text: String, paths: PosternPaths) -> URL {
+        let given = URL(fileURLWithPath: text)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: given.path, isDirectory: &isDirectory), isDirectory.boolValue { return given }
+        return directory(paths).appendingPathComponent(text)
     }
 
-    /// Replaces `file` atomically (temporary file in the same directory, mode 0600, renamed over).
-    static func writeAtomically(_ data: Data, to file: URL) throws {
-        let temporary = file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).\(getpid()).tmp")
-        guard FileManager.default.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600]) else {
-            throw CommandFailure("cannot write \(temporary.path)")
+    static func write(_ data: Data, to file: URL) throws {
+        do { try TrialHistory.writeAtomically(data, to: file) } catch { throw CommandFailure("\(error)") }
+    }
+}
+
+extension Command {
+    static let abReport = Command(
+        name: "report",
+        summary: "Write a self-contained HTML page (table, verdict, charts, harness errors, trials) for a saved run",
+        synopsis: "DIR|ID",
+        options: [.value("output", "FILE", "where to write the page (default: DIR/report.html)")],
+        run: { invocation in
+            let positionals = invocation.arguments.positionals
+            guard positionals.count == 1 else { throw invocation.usageError("give one run: its directory or its id ('postern ab history')") }
+            let directory = ABHistory.runDirectory(positionals[0], paths: invocation.paths)
+            let result: ABResult
+            do { result = try TrialHistory.loadRun(at: directory) } catch { throw CommandFailure("\(error)") }
+            let target = invocation.arguments.value("output").map { URL(fileURLWithPath: $0) } ?? directory.appendingPathComponent("report.html")
+            try ABHistory.write(Data(ABReport.html(result).utf8), to: target)
+            invocation.output.print(ABRendering.table(result))
+            invocation.output.print("report: \(target.path)")
+            return 0
+        })
+
+    static let abMerge = Command(
+        name: "merge",
+        summary: "Pool saved runs from several networks or vantage points into one table, per network and pooled",
+        synopsis: "DIR|ID DIR|ID...",
+        details: """
+        Each run's network is its --network label (runs without one stand alone, named by id); runs
+        with the same label pool into one network. The pooled rows treat every trial of a route
+        alike wherever it ran (see docs/AB-TRIALS.md for what that can and cannot say).
+        """,
+        options: [.flag("json", "print the merge as JSON")],
+        run: { invocation in
+            let positionals = invocation.arguments.positionals
+            guard !positionals.isEmpty else { throw invocation.usageError("give the runs to merge: directories or ids ('postern ab history')") }
+            var results: [ABResult] = []
+            for text in positionals {
+                do { results.append(try TrialHistory.loadRun(at: ABHistory.runDirectory(text, paths: invocation.paths))) } catch {
+                    throw CommandFailure("\(error)")
+                }
+            }
+            let merged = MergedRuns.merge(results)
+            if invocation.json {
+                invocation.output.print(String(decoding: try ABResult.encoder().encode(merged), as: UTF8.self))
+                return 0
+            }
+            invocation.output.print(ABRendering.mergedTable(merged))
+            invocation.output.print("")
+            for line in merged.verdict { invocation.output.print(line) }
+            return 0
+        })
+}
+
+/// The terminal renderings of results (the library gives the data, JSON, CSV, SVG and HTML).
+enum ABRendering {
+    static func pair(_ figure: ABResult.Figure, scale: Double = 1) -> String {
+        guard let median = figure.median, let p90 = figure.p90 else { return "-" }
+        return String(format: "%.2f / %.2f", median / scale, p90 / scale)
+    }
+
+    static let header = ["ROUTE", "OK", "RATE", "BROKE AFTER 100%", "HARNESS ERR", "FIRST BYTE s (med/p90)", "100% s (med/p90)",
+                         "PROBE TTFB s (med/p90)", "MiB/s (med/p90)"]
+
+    static func row(_ summary: ABResult.RouteSummary) -> [String] {
+        [summary.route, "\(summary.successes)/\(summary.trials)", String(format: "%.0f%%", summary.successRate * 100),
+         "\(summary.failedAfterBootstrap)/\(summary.reachedBootstrap)", String(summary.harnessErrors), pair(summary.firstByte),
+         pair(summary.bootstrap), pair(summary.probeFirstByte), pair(summary.throughput, scale: 1_048_576)]
+    }
+
+    /// The per-route table with a sparkline of time to 100% in trial order (· = no 100%), all
+    /// routes on one scale; then the harness errors, apart.
+    static func table(_ result: ABResult) -> String {
+        let allTimes = result.trials.compactMap(\.bootstrapSeconds)
+        let rows = result.summaries.map { summary -> [String] in
+            let series = result.trials.filter { $0.route == summary.route }.map(\.bootstrapSeconds)
+            return row(summary) + [Sparkline.render(series, minimum: allTimes.min(), maximum: allTimes.max())]
         }
-        guard rename(temporary.path, file.path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporary.path)
-            throw CommandFailure("cannot replace \(file.path): \(reason)")
+        var text = Table.render(header: header + ["100% BY TRIAL"], rows: rows)
+        if !result.harnessErrors.isEmpty {
+            text += "\n\nharness errors (not the routes' doing; counted for no route):\n"
+            text += Table.render(header: ["TRIAL", "ROUTE", "TRY", "CODE", "THEN", "WHAT HAPPENED"], rows: result.harnessErrors.map { error in
+                [String(error.trial), error.route, String(error.attemptTry), error.code.rawValue, error.retried ? "retried" : "given up",
+                 error.message]
+            })
         }
+        return text
+    }
+
+    static func mergedTable(_ merged: MergedRuns) -> String {
+        var rows: [[String]] = []
+        for network in merged.networks {
+            rows += network.summaries.map { [network.label] + row($0) }
+        }
+        rows += merged.pooled.map { ["pooled"] + row($0) }
+        return Table.render(header: ["NETWORK"] + header, rows: rows)
     }
 }
 
@@ -131,11 +224,23 @@ struct ABSession {
         }
         var probe: ProbeFetch?
         if let text = arguments.value("probe-url") {
-            do throws(UsageError) {
+            do throws(TrialError) {
                 probe = ProbeFetch(target: try ProbeFetch.Target(parsing: text), maximumBytes: probeBytes, timeout: .seconds(60))
             } catch {
                 throw invocation.usageError(error.message)
             }
+        }
+        let harnessRetries = try positiveInteger("harness-retries", default: 2, maximum: 10, minimum: 0)
+        let network = arguments.value("network")
+        if let network, network.isEmpty || network.count > 64 || network.contains(where: { $0.isNewline }) {
+            throw invocation.usageError("--network must be a label of 1 to 64 characters on one line")
+        }
+        let ooniProbe: OONIMeasurement.Probe
+        do { ooniProbe = try .validated(asn: arguments.value("probe-asn"), countryCode: arguments.value("probe-cc")) } catch {
+            throw invocation.usageError("\(error)")
+        }
+        if arguments.value("ooni") == nil && (arguments.value("probe-asn") != nil || arguments.value("probe-cc") != nil) {
+            throw invocation.usageError("--probe-asn and --probe-cc go with --ooni FILE")
         }
         if arguments.flag("json") && arguments.flag("csv") { throw invocation.usageError("choose --json or --csv, not both") }
         let timeouts = try parseTimeouts(routes: routeNames)
@@ -150,7 +255,7 @@ struct ABSession {
         formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
         let startedAt = Date()
         let id = formatter.string(from: startedAt) + "-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        let directory = ABHistory(paths: invocation.paths).directory.appendingPathComponent(id)
+        let directory = ABHistory.directory(invocation.paths).appendingPathComponent(id)
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
@@ -164,8 +269,10 @@ struct ABSession {
         let runner = TrialRunner(plan: .init(routes: routes, trialsPerRoute: trials, parallel: parallel, randomOrder: order == "random",
                                              seed: seed, warm: arguments.flag("warm"), probe: probe,
                                              torOptionsFile: arguments.value("tor-options-file"),
-                                             unsafeLogging: invocation.unsafeLogging, directory: directory)) { running, finished, justFinished in
-            Self.showProgress(output: output, total: total, running: running, finished: finished, justFinished: justFinished)
+                                             unsafeLogging: invocation.unsafeLogging, directory: directory,
+                                             harnessRetries: harnessRetries)) { running, finished, justFinished, harnessError in
+            Self.showProgress(output: output, total: total, running: running, finished: finished, justFinished: justFinished,
+                              harnessError: harnessError)
         }
         // Ctrl-C or SIGTERM stops the children (none is left running) and keeps the finished trials.
         let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
@@ -177,32 +284,42 @@ struct ABSession {
             await runner.interrupt()
         }
         // Trials cut short by an interruption say nothing about their route: left out.
-        let allResults = await runner.run()
-        let results = allResults.filter { $0.failure?.reason.hasPrefix("interrupted") != true }
+        let outcome = await runner.run()
         watcher.cancel()
         runner.removeCaches()
         output.endProgress()
 
-        var result = ABResult(id: id, startedAt: startedAt, finishedAt: Date(), routes: routes.map(\.name), trialsPerRoute: trials,
-                              parallel: parallel, order: order, seed: seed, warm: arguments.flag("warm"),
-                              probeURL: probe?.target.text, probeBytes: probeBytes, directory: directory.path, trials: results,
-                              summaries: [], comparisons: [], verdict: [])
-        result.analyse()
-        try ABHistory.writeAtomically(try ABResult.encoder().encode(result), to: directory.appendingPathComponent("result.json"))
-        try ABHistory.writeAtomically(Data(result.csv.utf8), to: directory.appendingPathComponent("trials.csv"))
+        let result = ABResult(id: id, startedAt: startedAt, finishedAt: Date(), network: network, routes: routes.map(\.name),
+                              trialsPerRoute: trials, parallel: parallel, order: order, seed: seed, warm: arguments.flag("warm"),
+                              probeURL: probe?.target.text, probeBytes: probeBytes, directory: directory.path, trials: outcome.trials,
+                              harnessErrors: outcome.harnessErrors)
+        try ABHistory.write(try ABResult.encoder().encode(result), to: directory.appendingPathComponent("result.json"))
+        try ABHistory.write(Data(result.csv.utf8), to: directory.appendingPathComponent("trials.csv"))
         let svg = Data(result.svg.utf8)
-        try ABHistory.writeAtomically(svg, to: directory.appendingPathComponent("bootstrap.svg"))
+        try ABHistory.write(svg, to: directory.appendingPathComponent("charts.svg"))
+        try ABHistory.write(Data(ABReport.html(result).utf8), to: directory.appendingPathComponent("report.html"))
         if let file = arguments.value("svg") {
-            let target = URL(fileURLWithPath: file)
             do {
-                try ABHistory.writeAtomically(svg, to: target)
+                try TrialHistory.writeAtomically(svg, to: URL(fileURLWithPath: file))
             } catch {
                 output.error("postern ab: error: cannot write --svg \(file): \(error)")
                 return 1
             }
         }
+        if let file = arguments.value("ooni") {
+            let timeouts = Dictionary(uniqueKeysWithValues: routes.map { ($0.name, $0.timeout.seconds) })
+            let measurements = OONIMeasurement.measurements(of: result, probe: ooniProbe, softwareVersion: PosternVersion.string,
+                                                            torVersion: PosternVersion.torCore, timeouts: timeouts)
+            do {
+                try TrialHistory.writeAtomically(try OONIMeasurement.jsonLines(measurements), to: URL(fileURLWithPath: file))
+            } catch {
+                output.error("postern ab: error: cannot write --ooni \(file): \(error)")
+                return 1
+            }
+        }
 
-        let report = ([result.table, ""] + result.verdict + ["", "chart: \(directory.path)/bootstrap.svg; raw trials: \(directory.path)/trials.csv"])
+        let report = ([ABRendering.table(result), ""] + result.verdict
+                      + ["", "report: \(directory.path)/report.html; charts: \(directory.path)/charts.svg; raw trials: \(directory.path)/trials.csv"])
             .joined(separator: "\n")
         if arguments.flag("json") {
             output.error(report)
@@ -214,16 +331,16 @@ struct ABSession {
             output.print(report)
         }
         if runner.wasInterrupted {
-            output.error("postern ab: interrupted after \(results.count) of \(total) trials (\(allResults.count - results.count) cut short and left out); the finished ones are kept above and in \(directory.path)")
+            output.error("postern ab: interrupted after \(outcome.trials.count) of \(total) trials (\(outcome.interrupted) cut short and left out); the finished ones are kept above and in \(directory.path)")
             return 1
         }
         return 0
     }
 
-    private func positiveInteger(_ name: String, default value: Int, maximum: Int) throws -> Int {
+    private func positiveInteger(_ name: String, default value: Int, maximum: Int, minimum: Int = 1) throws -> Int {
         guard let text = invocation.arguments.value(name) else { return value }
-        guard let number = Int(text), number >= 1, number <= maximum else {
-            throw invocation.usageError("--\(name) must be a whole number from 1 to \(maximum), not '\(text)'")
+        guard let number = Int(text), number >= minimum, number <= maximum else {
+            throw invocation.usageError("--\(name) must be a whole number from \(minimum) to \(maximum), not '\(text)'")
         }
         return number
     }
@@ -311,8 +428,13 @@ struct ABSession {
     }
 
     static func showProgress(output: Output, total: Int, running: [TrialRunner.Live], finished: [ABResult.Trial],
-                             justFinished: ABResult.Trial?) {
+                             justFinished: ABResult.Trial?, harnessError: ABResult.HarnessError?) {
         let ok = finished.filter(\.succeeded).count
+        if let error = harnessError {
+            // Said whether or not stderr is a terminal: it is not the route's, and the user should know.
+            output.endProgress()
+            output.error("trial \(error.trial) \(error.route)#\(error.attempt): harness error (\(error.code)), \(error.retried ? "trying again" : "given up"): \(error.message)")
+        }
         if output.errorIsTerminal {
             let now = running.map { "\($0.label) \($0.progress)% \($0.tag)" }.joined(separator: ", ")
             output.progress("[\(finished.count)/\(total) done, \(ok) ok] running: \(now.isEmpty ? "-" : now)")
@@ -322,6 +444,8 @@ struct ABSession {
             if trial.succeeded {
                 line += "ok, 100% in \(ABResult.seconds(trial.bootstrapSeconds ?? 0))"
                 if let ttfb = trial.probeFirstByteSeconds { line += ", probe first byte \(ABResult.seconds(ttfb))" }
+            } else if trial.failedAfterBootstrap {
+                line += "100% in \(ABResult.seconds(trial.bootstrapSeconds ?? 0)), then the download broke (\(trial.failure?.reason ?? "unknown reason"))"
             } else {
                 line += "failed (\(trial.failure?.reason ?? "unknown reason"))"
             }

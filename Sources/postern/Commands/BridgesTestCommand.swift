@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternTrials
 import Synchronization
 import TransportBase
 import WebtunnelTransport
@@ -380,7 +381,7 @@ struct BridgeHealthCheck {
         do {
             child = try ChildRun(.init(directory: directory, transport: candidate.line.transport.rawValue, bridges: [candidate.line],
                                        plugins: plugins.filter { $0.names.contains(candidate.line.transport) },
-                                       socksPort: try ChildRun.freePort(), torOptionsFile: torOptionsFile,
+                                       torOptionsFile: torOptionsFile,
                                        unsafeLogging: unsafeLogging, warmFrom: nil))
         } catch {
             return .init(result: "failed", detail: "could not start the child: \(error)")
@@ -392,7 +393,7 @@ struct BridgeHealthCheck {
         switch outcome {
         case .ready:
             return .init(result: "ok", milliseconds: (events.first { $0.event == "ready" }?.t ?? 0) * 1000, detail: "100%")
-        case .failed(let reason):
+        case .failed(let reason, _):
             return .init(result: "failed", milliseconds: Self.milliseconds(since: started),
                          detail: TrialRunner.failure(events: events, reason: reason).describedPlace)
         case .timedOut:

@@ -20,7 +20,7 @@ extension Command {
         snowflake 300/120 s; 'postern transport limits' or --route-timeout change them).
         """,
         options: [
-            .value("socks", "[HOST:]PORT", "SOCKS5 listener, loopback only (default 127.0.0.1:39050)"),
+            .value("socks", "[HOST:]PORT", "SOCKS5 listener, loopback only (default 127.0.0.1:39050); PORT auto: tor picks a free one, shown when ready"),
             .value("data-dir", "DIR", "tor's data directory (default: <state dir>/tor)"),
             .value("bridges-file", "FILE", "use the bridge lines in FILE ('-' for standard input), one a line, for this run only (instead of the stored ones)"),
             .value("bridge", "LINE", repeatable: true, "like --bridges-file with one line; visible to every local user in the process list (warns)"),
@@ -115,7 +115,7 @@ final class RunSession: Sendable {
         let socks = configuration.socks
         @Sendable func publish(_ status: TorStatus) -> RunStatusRecord {
             state.values.withLock {
-                let record = RunStatusRecord(pid: getpid(), status: status, socks: socks, route: $0.route,
+                let record = RunStatusRecord(pid: getpid(), status: status, socks: status.socks ?? socks, route: $0.route,
                                              phases: $0.phases, assist: $0.assist)
                 // Written under the lock so that no write can follow the removal at the end.
                 if !$0.closed { try? record.write(to: paths.runStatusFile) }
@@ -167,7 +167,7 @@ final class RunSession: Sendable {
                         announcedReady = true
                         output.status(ProgressBar.render(status))
                         output.endStatus()
-                        output.print("ready: socks5 \(configuration.socks) (route: \(record.route), \(String(format: "%.1f", seconds)) s)")
+                        output.print("ready: socks5 \(status.socks ?? configuration.socks) (route: \(record.route), \(String(format: "%.1f", seconds)) s)")
                         output.print(PhaseReport.render(phases))
                     }
                 } else if status.bootstrapDidStall {

@@ -18,9 +18,11 @@ import TransportBase
 ///   that needs a live connection;
 /// - `bootstrap`: each new bootstrap milestone, `progress`, `tag`, `summary`;
 /// - `warning`: a bootstrap warning from tor, with `progress`, `tag` and `warning` (the reason);
-/// - `ready`: 100 % and the SOCKS listener bound, `socks`;
+/// - `ready`: 100 % and the SOCKS listener bound, `socks` (the bound address: with `--socks auto`
+///   the port tor chose);
 /// - `stalled`: the stall deadline passed, `progress`, `tag`, `warning`;
-/// - `failed`: the core failed, `message`;
+/// - `failed`: the core failed, `message` and `code` (TorCoreError's code, e.g. invalid-configuration,
+///   filesystem, tor-exited: what tells a harness fault from the route's);
 /// - `stopped`: the run ended;
 /// - connection assist's decisions (race and sequential), by route key, never an address:
 ///   `assist-probe` (`route`, `outcome` passed|failed|skipped, `ms`, `problem`), `assist-choose`
@@ -125,7 +127,11 @@ final class RunEventLog: Sendable {
             if let warning = status.bootstrapWarning { fields["warning"] = .string(warning) }
             write("stalled", fields)
         }
-        if nowFailed { write("failed", ["message": .string(status.lastError?.message ?? "tor failed")]) }
+        if nowFailed {
+            var fields: [String: Field] = ["message": .string(status.lastError?.message ?? "tor failed")]
+            if let error = status.lastError { fields["code"] = .string(error.code.description) }
+            write("failed", fields)
+        }
     }
 
     func stopped() { write("stopped", [:]) }

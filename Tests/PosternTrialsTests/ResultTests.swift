@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+@testable import PosternTrials
+
+/// Analysis of a run: what counts for a route and what does not.
+@Suite struct ResultTests {
+    /// Harness errors are kept and shown, and change nothing about any route: rates, figures,
+    /// comparisons and the verdict's lines about routes are those of the same trials without them.
+    @Test func harnessErrorsNeverShapeTheVerdict() throws {
+        let clean = Fixtures.threeRoutes()
+        let errors = [Fixtures.harnessError(trial: 1, route: "obfs4", try: 1, retried: true),
+                      Fixtures.harnessError(trial: 1, route: "obfs4", try: 2, retried: true),
+                      Fixtures.harnessError(trial: 4, route: "obfs4", try: 1, retried: false)]
+        let faulted = Fixtures.threeRoutes(harnessErrors: errors)
+        #expect(faulted.best == clean.best && clean.best == "obfs4")
+        for (a, b) in zip(clean.summaries, faulted.summaries) {
+            #expect(a.successes == b.successes && a.trials == b.trials && a.successRate == b.successRate)
+            #expect(a.bootstrap == b.bootstrap && a.throughput == b.throughput)
+        }
+        #expect(faulted.summaries.first { $0.route == "obfs4" }?.harnessErrors == 3)
+        #expect(faulted.summaries.first { $0.route == "snowflake" }?.harnessErrors == 0)
+        let extra = faulted.verdict.filter { !clean.verdict.contains($0) }
+        #expect(extra == ["3 tries failed for reasons of the harness, not the route (1 trial given up); they count for no route."], "\(extra)")
+        #expect(clean.verdict.allSatisfy { faulted.verdict.contains($0) })
+        #expect(clean.comparisons.count == faulted.comparisons.count)
+    }
+
+    /// A download that breaks after 100 % is the route's failure, in its own category: the trial
+    /// reached bootstrap (its time counts for time to 100 %) but is not a success.
+    @Test func failuresAfterBootstrapAreTheirOwnCategory() throws {
+        let result = Fixtures.threeRoutes()
+        let snowflake = try #require(result.summaries.first { $0.route == "snowflake" })
+        #expect(snowflake.trials == 5 && snowflake.successes == 4 && snowflake.reachedBootstrap == 5 && snowflake.failedAfterBootstrap == 1)
+        #expect(snowflake.bootstrap.count == 5, "time to 100% counts every trial that got there")
+        #expect(snowflake.throughput.count == 4, "throughput only from completed downloads")
+        #expect(snowflake.commonFailure?.hasPrefix("after 100%: the probe download failed") == true, "\(snowflake.commonFailure ?? "")")
+        #expect(result.verdict.contains("snowflake: 1 of 5 trials that reached 100% then broke on the download (failures after bootstrap)."))
+        let direct = try #require(result.summaries.first { $0.route == "direct" })
+        #expect(direct.successes == 0 && direct.reachedBootstrap == 0 && direct.failedAfterBootstrap == 0)
+        #expect(result.verdict.contains("direct never got through (0 of 5); typically stopped at 10% (conn_done): no 100% within 20 s."))
+        // Throughput: snowflake's downloads are faster (higher is better), and the test says so.
+        let throughput = try #require(result.comparisons.first { $0.figure == .throughput && $0.first == "obfs4" && $0.second == "snowflake" })
+        #expect(throughput.better == "snowflake" && throughput.significant)
+        #expect(result.verdict.contains { $0.hasPrefix("obfs4 vs snowflake, throughput:") && $0.contains("snowflake is faster downloads") })
+        let bootstrap = try #require(result.comparisons.first { $0.figure == .bootstrap && $0.first == "obfs4" && $0.second == "snowflake" })
+        #expect(bootstrap.better == "obfs4" && bootstrap.significant)
+    }
+
+    /// The saved JSON round-trips, and results saved before these fields existed still load.
+    @Test func resultsRoundTripAndOldOnesLoad() throws {
+        let result = Fixtures.threeRoutes(harnessErrors: [Fixtures.harnessError(trial: 1, route: "obfs4", try: 1, retried: true)])
+        let data = try ABResult.encoder().encode(result)
+        let back = try ABResult.decode(data)
+        #expect(back.harnessErrors == result.harnessErrors && back.best == "obfs4" && back.verdict == result.verdict)
+        var old = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        old["harnessErrors"] = nil
+        old["best"] = nil
+        old["network"] = nil
+        old["summaries"] = (old["summaries"] as? [[String: Any]])?.map { summary in
+            summary.filter { !["reachedBootstrap", "failedAfterBootstrap", "harnessErrors"].contains($0.key) }
+        }
+        let oldResult = try ABResult.decode(try JSONSerialization.data(withJSONObject: old))
+        #expect(oldResult.harnessErrors.isEmpty && oldResult.summaries.count == 3)
+        #expect(throws: TrialError.self) { _ = try ABResult.decode(Data("{\"id\": 1}".utf8)) }
+    }
+
+    /// The charts are small multiples: one panel per figure, a box per route with data.
+    @Test func chartsShowThreeFiguresSideBySide() throws {
+        let svg = Fixtures.threeRoutes().svg
+        for figure in ["bootstrap", "first-byte", "throughput"] { #expect(svg.contains("data-figure=\"\(figure)\"")) }
+        #expect(svg.components(separatedBy: "class=\"panel\"").count - 1 == 3)
+        #expect(svg.components(separatedBy: "class=\"box\"").count - 1 == 6, "obfs4 and snowflake in each panel")
+        #expect(svg.components(separatedBy: ">no data<").count - 1 == 3, "direct in each panel")
+        for label in ["Time to 100%", "Probe first byte", "Throughput", "MiB/s", "5/5 at 100%", "4/5 probes"] {
+            #expect(svg.contains(label), "\(label)")
+        }
+    }
+}
