@@ -22,6 +22,8 @@ let package = Package(
     products: [
         .library(name: "PosternCore", targets: ["PosternCore"]),
         .library(name: "BridgeConfig", targets: ["BridgeConfig"]),
+        // h-runtime (issue 13): the session an app embeds.
+        .library(name: "PosternRuntime", targets: ["PosternRuntime"]),
         .executable(name: "postern", targets: ["postern"]),
     ],
     targets: [
@@ -70,11 +72,16 @@ let package = Package(
         .target(name: "PosternCore", dependencies: ["CTor", "CCurl", "CSecp256k1", "CSodium", "BridgeConfig", "TransportBase"],
                 path: "Sources/Core",
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
+        // h-runtime (issue 13): the session an app embeds (settings, transports, connection assist,
+        // live SETCONF, status), the bridge health check.
+        .target(name: "PosternRuntime", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport",
+                                                       "WebtunnelTransport"],
+                path: "Sources/Runtime"),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
         .executableTarget(name: "postern",
                           dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "CQREncode",
-                                         "TrialAnalysis"],
+                                         "TrialAnalysis", "PosternRuntime"],
                           path: "Sources/postern"),
 
         .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig", "BridgeStoreCrashWriter"],
