@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "BridgeConfig", targets: ["BridgeConfig"]),
         // h-runtime (issue 13): the session an app embeds.
         .library(name: "PosternRuntime", targets: ["PosternRuntime"]),
+        .library(name: "PosternAppLayer", targets: ["PosternAppLayer"]),
         .executable(name: "postern", targets: ["postern"]),
     ],
     targets: [
@@ -69,7 +70,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
         .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
-        .target(name: "PosternCore", dependencies: ["CTor", "CCurl", "CSecp256k1", "CSodium", "BridgeConfig", "TransportBase"],
+        .target(name: "PosternCore", dependencies: ["CTor", "CSodium", "BridgeConfig", "TransportBase"],
                 path: "Sources/Core",
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
         // h-runtime (issue 13): the session an app embeds (settings, transports, connection assist,
@@ -77,11 +78,15 @@ let package = Package(
         .target(name: "PosternRuntime", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport",
                                                        "WebtunnelTransport"],
                 path: "Sources/Runtime"),
+        // h-runtime (issue 13): the app layer on top of the session: HTTP(S) and WebSocket through
+        // its SOCKS port (libcurl), Nostr relays and NIP-17, the geo relay directory.
+        .target(name: "PosternAppLayer", dependencies: ["PosternCore", "PosternRuntime", "BridgeConfig", "CCurl", "CSecp256k1", "CSodium"],
+                path: "Sources/AppLayer"),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
         .executableTarget(name: "postern",
                           dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "CQREncode",
-                                         "TrialAnalysis", "PosternRuntime"],
+                                         "TrialAnalysis", "PosternRuntime", "PosternAppLayer"],
                           path: "Sources/postern"),
 
         .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig", "BridgeStoreCrashWriter"],
@@ -98,13 +103,14 @@ let package = Package(
         .testTarget(name: "WebtunnelTests", dependencies: ["WebtunnelTransport", "TransportBase", "TransportTestSupport"], path: "Tests/WebtunnelTests"),
         .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport", "TransportBase", "PosternTestSupport"], path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "CoreTests", dependencies: ["PosternCore", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
+        .testTarget(name: "CoreTests", dependencies: ["PosternCore", "PosternAppLayer", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
                     exclude: ["Vectors"]),
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
         .testTarget(name: "TrialAnalysisTests", dependencies: ["TrialAnalysis"], path: "Tests/TrialAnalysisTests"),
-        .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "PosternTestSupport",
+        .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "TransportBase",
+                                                             "Obfs4Transport", "PosternTestSupport",
                                                              "TransportTestSupport"],
                     path: "Tests/IntegrationTests"),
     ]
@@ -131,10 +137,10 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("KCPControlBlockFuzzer", ["SnowflakeTransport"]),
     ("SmuxSessionFuzzer", ["SnowflakeTransport"]),
     ("BrokerHTTPResponseFuzzer", ["SnowflakeTransport"]),
-    ("GeoRelayCSVFuzzer", ["PosternCore"]),
-    ("WebSocketFrameFuzzer", ["PosternCore"]),
-    ("WebSocketHandshakeFuzzer", ["PosternCore"]),
-    ("NostrMessageFuzzer", ["PosternCore"]),
+    ("GeoRelayCSVFuzzer", ["PosternAppLayer"]),
+    ("WebSocketFrameFuzzer", ["PosternAppLayer"]),
+    ("WebSocketHandshakeFuzzer", ["PosternAppLayer"]),
+    ("NostrMessageFuzzer", ["PosternAppLayer"]),
     ("WebtunnelUpgradeFuzzer", ["WebtunnelTransport", "TransportBase"]),
 ]
 package.targets += [

@@ -115,6 +115,8 @@ public final class PosternSession: Sendable {
     public let tor = TorManager()
 
     private let source: SettingsSource
+    /// What the session follows.
+    public var settings: SessionSettings { source.settings }
     private let transportHost: TransportHost
     private let eventLog: RunEventLog?
     private let assist: AssistRunner
