@@ -15,10 +15,12 @@ public final class InMemorySettings: Sendable {
 
     public var configuration: BridgeConfiguration { state.withLock { $0.configuration } }
 
-    public func update(_ change: (inout BridgeConfiguration) -> Void) {
-        state.withLock {
-            change(&$0.configuration)
-            $0.generation += 1
+    /// Changes the settings at once, or not at all when `change` throws.
+    public func update<E: Error>(_ change: (inout BridgeConfiguration) throws(E) -> Void) throws(E) {
+        try state.withLock { (value) throws(E) in
+            var configuration = value.configuration
+            try change(&configuration)
+            value = (configuration, value.generation + 1)
         }
     }
 
