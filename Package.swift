@@ -22,6 +22,8 @@ let package = Package(
     products: [
         .library(name: "PosternCore", targets: ["PosternCore"]),
         .library(name: "BridgeConfig", targets: ["BridgeConfig"]),
+        .library(name: "PosternRuntime", targets: ["PosternRuntime"]),
+        .library(name: "PosternAppLayer", targets: ["PosternAppLayer"]),
         .library(name: "PosternTrials", targets: ["PosternTrials"]),
         .executable(name: "postern", targets: ["postern"]),
     ],
@@ -68,9 +70,18 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
         .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
-        .target(name: "PosternCore", dependencies: ["CTor", "CCurl", "CSecp256k1", "CSodium", "BridgeConfig", "TransportBase"],
+        .target(name: "PosternCore", dependencies: ["CTor", "CSodium", "BridgeConfig", "TransportBase"],
                 path: "Sources/Core",
                 linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
+        // The session an app embeds (settings, transports, connection assist,
+        // live SETCONF, status), the bridge health check.
+        .target(name: "PosternRuntime", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport",
+                                                       "WebtunnelTransport"],
+                path: "Sources/Runtime"),
+        // The app layer on top of the session: HTTP(S) and WebSocket through
+        // its SOCKS port (libcurl), Nostr relays and NIP-17, the geo relay directory.
+        .target(name: "PosternAppLayer", dependencies: ["PosternCore", "PosternRuntime", "BridgeConfig", "CCurl", "CSecp256k1", "CSodium"],
+                path: "Sources/AppLayer"),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
         // The A/B trial runner: child `postern run`s, the probe download, harness errors kept apart,
@@ -78,7 +89,7 @@ let package = Package(
         .target(name: "PosternTrials", dependencies: ["BridgeConfig", "TransportBase", "TrialAnalysis"], path: "Sources/PosternTrials"),
         .executableTarget(name: "postern",
                           dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "CQREncode",
-                                         "TrialAnalysis", "PosternTrials"],
+                                         "TrialAnalysis", "PosternRuntime", "PosternAppLayer", "PosternTrials"],
                           path: "Sources/postern"),
 
         .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig", "BridgeStoreCrashWriter"],
@@ -95,7 +106,7 @@ let package = Package(
         .testTarget(name: "WebtunnelTests", dependencies: ["WebtunnelTransport", "TransportBase", "TransportTestSupport"], path: "Tests/WebtunnelTests"),
         .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport", "TransportBase", "PosternTestSupport"], path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "CoreTests", dependencies: ["PosternCore", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
+        .testTarget(name: "CoreTests", dependencies: ["PosternCore", "PosternAppLayer", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
                     exclude: ["Vectors"]),
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
@@ -104,7 +115,8 @@ let package = Package(
         // Results, report (rendered by rsvg-convert), OONI schema, merge; no network.
         .testTarget(name: "PosternTrialsTests", dependencies: ["PosternTrials", "PosternTestSupport"], path: "Tests/PosternTrialsTests",
                     exclude: ["Schemas"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "PosternTestSupport",
+        .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "TransportBase",
+                                                             "Obfs4Transport", "PosternTestSupport",
                                                              "TransportTestSupport", "PosternTrials"],
                     path: "Tests/IntegrationTests"),
     ]
@@ -131,10 +143,10 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("KCPControlBlockFuzzer", ["SnowflakeTransport"]),
     ("SmuxSessionFuzzer", ["SnowflakeTransport"]),
     ("BrokerHTTPResponseFuzzer", ["SnowflakeTransport"]),
-    ("GeoRelayCSVFuzzer", ["PosternCore"]),
-    ("WebSocketFrameFuzzer", ["PosternCore"]),
-    ("WebSocketHandshakeFuzzer", ["PosternCore"]),
-    ("NostrMessageFuzzer", ["PosternCore"]),
+    ("GeoRelayCSVFuzzer", ["PosternAppLayer"]),
+    ("WebSocketFrameFuzzer", ["PosternAppLayer"]),
+    ("WebSocketHandshakeFuzzer", ["PosternAppLayer"]),
+    ("NostrMessageFuzzer", ["PosternAppLayer"]),
     ("WebtunnelUpgradeFuzzer", ["WebtunnelTransport", "TransportBase"]),
 ]
 package.targets += [

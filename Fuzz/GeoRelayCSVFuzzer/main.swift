@@ -8,7 +8,7 @@
 //   - appending one bad row to an accepted file makes the whole file rejected.
 import Foundation
 import FuzzSupport
-import PosternCore
+import PosternAppLayer
 
 func csv(_ relays: [GeoRelay]) -> Data {
     Data(("Relay URL,Latitude,Longitude\n" + relays.map { "\($0.host),\($0.latitude),\($0.longitude)\n" }.joined()).utf8)

@@ -9,7 +9,7 @@
 //     the JSON reader on every string); the same event with its content altered is dropped.
 import Foundation
 import FuzzSupport
-import PosternCore
+import PosternAppLayer
 
 let keys = try! NostrKeyPair(secretKey: [UInt8](repeating: 0x11, count: 32))
 

@@ -11,7 +11,7 @@
 //     and control frames, and a message over the cap is refused with 1009.
 import Foundation
 import FuzzSupport
-import PosternCore
+import PosternAppLayer
 
 /// One unmasked server frame.
 func serverFrame(opcode: UInt8, fin: Bool, payload: [UInt8]) -> [UInt8] {

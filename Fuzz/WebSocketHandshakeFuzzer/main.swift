@@ -12,7 +12,7 @@
 //     the same reply with a wrong Sec-WebSocket-Accept, a status other than 101, or an extension is
 //     refused.
 import FuzzSupport
-import PosternCore
+import PosternAppLayer
 
 let key = "dGhlIHNhbXBsZSBub25jZQ=="
 let accept = WebSocketHandshakeFuzzEntry.acceptValue(for: key)

@@ -32,7 +32,8 @@ import Testing
     }
 
     @Test(arguments: [["--bogus"], ["run", "--bogus"], ["status", "--nope=1"], ["frobnicate"], ["run", "extra"],
-                      ["run", "--socks"], ["run", "--socks", "0.0.0.0:9050"], ["run", "--stall-timeout", "-3"]])
+                      ["run", "--socks"], ["run", "--socks", "0.0.0.0:9050"], ["run", "--stall-timeout", "-3"],
+                      ["geo"], ["geo", "show", "--near", "91,0"], ["geo", "refresh", "--url", "ftp://x/y"], ["geo", "refresh", "--timeout", "0"]])
     func usageErrorsExit64(_ arguments: [String]) throws {
         let result = try ProcessRunner.run(ProcessRunner.postern, arguments)
         #expect(result.status == 64, "\(arguments): \(result.stderr)")

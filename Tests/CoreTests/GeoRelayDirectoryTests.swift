@@ -3,6 +3,7 @@ import BridgeConfig
 import Foundation
 import Testing
 @testable import PosternCore
+@testable import PosternAppLayer
 
 private let sampleCSV = """
 Relay URL,Latitude,Longitude

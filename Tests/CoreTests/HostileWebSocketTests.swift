@@ -2,6 +2,7 @@ import PosternTestSupport
 import Foundation
 import Testing
 @testable import PosternCore
+@testable import PosternAppLayer
 
 /// The WebSocket client against a server of ours that misbehaves on purpose (hostile_ws_peer.py):
 /// every case ends in a typed error or stays within a stated cap, and none traps or hangs.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PosternCore
+@testable import PosternAppLayer
 
 private let vectorsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Vectors")
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PosternCore
+@testable import PosternAppLayer
 
 @Suite struct FailClosedQueueTests {
     @Test func capsAt200DroppingTheOldestAndLogsFirstAndEveryTenthDrop() {

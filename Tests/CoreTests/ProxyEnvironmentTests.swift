@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PosternCore
+@testable import PosternAppLayer
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -2,6 +2,7 @@ import PosternTestSupport
 import Foundation
 import Testing
 @testable import PosternCore
+@testable import PosternAppLayer
 
 /// The WebSocket client against an independent server (PyPI websockets 17.4) on 127.0.0.1, direct
 /// route (the Tor route is exercised by the Nostr interop tests through the test bed).

@@ -3,6 +3,7 @@ import BridgeConfig
 import Foundation
 import Testing
 @testable import PosternCore
+@testable import PosternAppLayer
 
 /// A packet capture on the namespace's `lo` (dumpcap/tshark, Debian tshark) with a capture filter.
 private final class Capture: @unchecked Sendable {

@@ -3,6 +3,7 @@ import BridgeConfig
 import Foundation
 import Testing
 @testable import PosternCore
+@testable import PosternAppLayer
 
 /// Collects relay messages for assertions (the manager's stream has one consumer).
 actor RelayInbox {

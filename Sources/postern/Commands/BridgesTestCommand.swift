@@ -1,9 +1,7 @@
 import BridgeConfig
 import Foundation
+import PosternRuntime
 import PosternTrials
-import Synchronization
-import TransportBase
-import WebtunnelTransport
 
 extension Command {
     static let bridgesTest = Command(
@@ -36,44 +34,15 @@ extension Command {
             .value("tor-options-file", "FILE", "extra tor options for the bootstrap children (private test networks)"),
             .flag("json", "print the results as JSON"),
         ],
-        run: { invocation in try await BridgeHealthCheck(invocation).run() })
+        run: { invocation in try await BridgesTestCommand(invocation).run() })
 }
 
-/// The outcome of testing one bridge.
-struct BridgeHealth: Codable, Sendable {
-    struct Step: Codable, Sendable {
-        /// "ok", "failed" or "skipped".
-        var result: String
-        var milliseconds: Double?
-        var detail: String
-    }
-
-    /// Store ID, or "builtin-<transport>-<n>" for a built-in bridge.
-    var id: String
-    var transport: String
-    /// Scrubbed unless --unsafe-logging.
-    var bridge: String
-    var tcp: Step
-    /// webtunnel only: the TLS handshake with the web server (certificate and servername checked).
-    var tls: Step?
-    /// webtunnel only: the upgrade request on the secret path and the server's answer.
-    var upgrade: Step?
-    var handshake: Step
-    var bootstrap: Step?
-    var alive: Bool
-    /// Why the bridge is flagged, in words; nil when alive.
-    var reason: String?
-}
-
-struct BridgeHealthCheck {
+/// `postern bridges test`: parse, run the library's ``BridgeHealthCheck``, render.
+struct BridgesTestCommand {
+    typealias Candidate = BridgeHealthCheck.Candidate
     let invocation: Invocation
 
     init(_ invocation: Invocation) { self.invocation = invocation }
-
-    struct Candidate: Sendable {
-        var id: String
-        var line: BridgeLine
-    }
 
     func run() async throws -> Int32 {
         let arguments = invocation.arguments
@@ -101,10 +70,8 @@ struct BridgeHealthCheck {
         if arguments.flag("builtin") {
             // Built-in bridges of a transport this build has no client for (meek_lite): one note
             // per transport at the start, not a skipped row per bridge.
-            let lacking = Dictionary(grouping: candidates.filter { candidate in
-                !candidate.line.transport.isVanilla
-                    && registry.transport(named: TransportBase.TransportName(candidate.line.transport.rawValue)!) == nil
-            }, by: { $0.line.transport.rawValue })
+            let probe = BridgeHealthCheck(registry: registry, timeout: timeout)
+            let lacking = Dictionary(grouping: candidates.filter { !probe.canTest($0.line) }, by: { $0.line.transport.rawValue })
             for (transport, skipped) in lacking.sorted(by: { $0.key < $1.key }) {
                 invocation.output.error("note: \(plural(skipped.count, "built-in \(transport) bridge")) not tested: this build has no \(transport) client")
             }
@@ -120,39 +87,15 @@ struct BridgeHealthCheck {
         let workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-bridges-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? FileManager.default.removeItem(at: workDirectory) }
         let output = invocation.output
-        let done = Mutex(0)
         let started = ContinuousClock.now
-
-        let results: [BridgeHealth] = await withTaskGroup(of: (Int, BridgeHealth).self) { group in
-            var next = 0
-            var collected: [(Int, BridgeHealth)] = []
-            func launch() {
-                let position = next
-                let candidate = candidates[position]
-                next += 1
-                group.addTask {
-                    var health = await Self.check(candidate, registry: registry, timeout: timeout, policy: policy)
-                    if bootstrap {
-                        health.bootstrap = await Self.bootstrap(candidate, directory: workDirectory.appendingPathComponent(candidate.id),
-                                                                plugins: plugins, timeout: bootstrapTimeout, torOptionsFile: torOptionsFile,
-                                                                unsafeLogging: unsafe)
-                        if health.bootstrap?.result == "failed", health.alive {
-                            health.alive = false
-                            health.reason = "bootstrap failed: \(health.bootstrap!.detail)"
-                        }
-                    }
-                    return (position, health)
-                }
-            }
-            while next < min(parallel, candidates.count) { launch() }
-            while let result = await group.next() {
-                collected.append(result)
-                let count = done.withLock { $0 += 1; return $0 }
-                output.progress("testing bridges: \(count)/\(candidates.count) done")
-                if next < candidates.count { launch() }
-            }
-            return collected.sorted { $0.0 < $1.0 }.map(\.1)
-        }
+        let check = BridgeHealthCheck(registry: registry, timeout: timeout, parallel: parallel, policy: policy)
+        let total = candidates.count
+        let bootstrapStep: (@Sendable (Candidate) async -> BridgeHealth.Step)? = bootstrap ? { @Sendable candidate in
+            await Self.bootstrap(candidate, directory: workDirectory.appendingPathComponent(candidate.id), plugins: plugins,
+                                 timeout: bootstrapTimeout, torOptionsFile: torOptionsFile, unsafeLogging: unsafe)
+        } : nil
+        let results = await check.run(candidates, bootstrap: bootstrapStep,
+                                      progress: { count in output.progress("testing bridges: \(count)/\(total) done") })
         output.endProgress()
         await Transports.stopPlugins()
         let elapsed = (ContinuousClock.now - started).seconds
@@ -168,9 +111,9 @@ struct BridgeHealthCheck {
             func cell(_ step: BridgeHealth.Step?) -> String {
                 guard let step else { return "-" }
                 switch step.result {
-                case "ok": return step.milliseconds.map { String(format: "ok %.0f ms", $0) } ?? "ok"
-                case "skipped": return "skipped"
-                default: return "FAILED"
+                case .ok: return step.milliseconds.map { String(format: "ok %.0f ms", $0) } ?? "ok"
+                case .skipped: return "skipped"
+                case .failed: return "FAILED"
                 }
             }
             // webtunnel's TLS step gets a column of its own; its HANDSHAKE is the upgrade and the 101.
@@ -236,143 +179,6 @@ struct BridgeHealthCheck {
         return bridges.map { Candidate(id: $0.id.rawValue, line: $0.line) }
     }
 
-    /// TCP and transport handshake.
-    static func check(_ candidate: Candidate, registry: TransportRegistry, timeout: Duration,
-                      policy: LoggingPolicy) async -> BridgeHealth {
-        let line = candidate.line
-        var health = BridgeHealth(id: candidate.id, transport: line.transport.rawValue, bridge: line.description(policy: policy),
-                                  tcp: .init(result: "skipped", detail: ""), handshake: .init(result: "skipped", detail: ""),
-                                  alive: true)
-        if line.transport.rawValue == "webtunnel",
-           let transport = registry.transport(named: WebtunnelTransport.transportName) as? WebtunnelTransport {
-            return await checkWebtunnel(line, transport: transport, health: health, timeout: timeout)
-        }
-        let endpoint = try? TransportEndpoint(parsing: line.address.description)
-        let isSnowflake = line.transport.rawValue == "snowflake"
-        if isSnowflake {
-            // The address in a snowflake line is a placeholder: clients reach it only through proxies.
-            health.tcp = .init(result: "skipped", detail: "snowflake is reached through proxies, not its address")
-        } else if let endpoint {
-            let started = ContinuousClock.now
-            do {
-                let socket = try await TCPSocket.connect(to: endpoint, timeout: timeout)
-                socket.close()
-                health.tcp = .init(result: "ok", milliseconds: Self.milliseconds(since: started), detail: "connected")
-            } catch {
-                health.tcp = .init(result: "failed", milliseconds: Self.milliseconds(since: started), detail: Self.describe(error))
-                health.alive = false
-                health.reason = Self.tcpReason(error)
-                return health
-            }
-        } else {
-            health.tcp = .init(result: "skipped", detail: "a host name, not an address: not resolved here (it would leak)")
-        }
-
-        guard !line.transport.isVanilla else {
-            health.handshake = .init(result: "skipped", detail: "vanilla: no transport handshake (see --bootstrap)")
-            return health
-        }
-        guard let transport = registry.transport(named: TransportBase.TransportName(line.transport.rawValue)!) else {
-            health.handshake = .init(result: "skipped", detail: "the \(line.transport.rawValue) transport is not available in this build")
-            return health
-        }
-        guard let endpoint = endpoint ?? (isSnowflake ? try? TransportEndpoint(parsing: "192.0.2.3:80") : nil) else {
-            health.handshake = .init(result: "skipped", detail: "no address to dial")
-            return health
-        }
-        let pairs = line.arguments.map { TransportArguments.Pair(key: $0.key, value: $0.value) }
-        let dial: PreparedDial
-        do {
-            dial = try transport.prepareDial(arguments: TransportArguments(pairs))
-        } catch {
-            health.handshake = .init(result: "failed", detail: error.message)
-            health.alive = false
-            health.reason = "its arguments are invalid: \(error.message)"
-            return health
-        }
-        let started = ContinuousClock.now
-        do {
-            // Snowflake's dial has its own patience (broker, proxy); bound it as a whole.
-            let limit = isSnowflake ? timeout * 3 : timeout * 2
-            let connection = try await Self.bounded(limit) { try await dial.dial(endpoint, context: DialContext()) }
-            connection.close()
-            let what: String
-            if let external = transport as? ExternalTransport {
-                what = "SOCKS dial through \(external.client.definition.label) to the bridge succeeded"
-            } else {
-                what = isSnowflake ? "broker answered, data channel open" : "handshake completed (alive, cert right)"
-            }
-            health.handshake = .init(result: "ok", milliseconds: Self.milliseconds(since: started), detail: what)
-        } catch {
-            health.handshake = .init(result: "failed", milliseconds: Self.milliseconds(since: started), detail: Self.describe(error))
-            health.alive = false
-            health.reason = Self.handshakeReason(error, transport: line.transport.rawValue)
-        }
-        return health
-    }
-
-    /// webtunnel: the line's address is synthetic and never dialled. TCP to the url host (resolved
-    /// by the system resolver, as every use of the bridge does), TLS, the upgrade request, the 101.
-    static func checkWebtunnel(_ line: BridgeLine, transport: WebtunnelTransport, health initial: BridgeHealth,
-                               timeout: Duration) async -> BridgeHealth {
-        var health = initial
-        let pairs = line.arguments.map { TransportArguments.Pair(key: $0.key, value: $0.value) }
-        let options: WebtunnelOptions
-        do {
-            options = try transport.configuration(from: TransportArguments(pairs))
-        } catch {
-            health.handshake = .init(result: "failed", detail: error.message)
-            health.alive = false
-            health.reason = "its arguments are invalid: \(error.message)"
-            return health
-        }
-        let https = options.scheme == .https
-        /// When each stage was reached, in milliseconds since the start.
-        let reached = Mutex<[WebtunnelTransport.Stage: Double]>([:])
-        let started = ContinuousClock.now
-        var failure: (any Error)?
-        do {
-            let connection = try await bounded(timeout * 3) {
-                try await transport.probe(options, context: DialContext()) { stage in
-                    let at = milliseconds(since: started)
-                    reached.withLock { $0[stage] = at }
-                }
-            }
-            connection.close()
-        } catch {
-            failure = error
-        }
-        let times = reached.withLock { $0 }
-        let failedAt = milliseconds(since: started)
-        let detail = failure.map(describe) ?? ""
-        func step(_ stage: WebtunnelTransport.Stage, since previous: WebtunnelTransport.Stage?, ok: String) -> BridgeHealth.Step {
-            if let at = times[stage] {
-                return .init(result: "ok", milliseconds: at - (previous.flatMap { times[$0] } ?? 0), detail: ok)
-            }
-            let previousReached = previous.map { times[$0] != nil } ?? true
-            guard previousReached, failure != nil else { return .init(result: "skipped", detail: "an earlier step failed") }
-            return .init(result: "failed", milliseconds: failedAt - (previous.flatMap { times[$0] } ?? 0), detail: detail)
-        }
-        health.tcp = step(.tcp, since: nil, ok: "url host resolved by the system resolver and connected")
-        health.tls = https ? step(.tls, since: .tcp, ok: "certificate verified for the server name")
-                           : .init(result: "skipped", detail: "http url: no TLS")
-        let sent: WebtunnelTransport.Stage = https ? .tls : .tcp
-        let answered = step(.switched, since: sent, ok: "101 Switching Protocols, Upgrade: websocket, Connection: upgrade")
-        health.upgrade = answered
-        health.handshake = answered
-        if let failure {
-            health.alive = false
-            if times[.tcp] == nil {
-                health.reason = times[.resolve] == nil ? "the url host did not resolve: \(describe(failure))" : tcpReason(failure)
-            } else if https && times[.tls] == nil {
-                health.reason = "TLS failed: \(describe(failure))"
-            } else {
-                health.reason = "upgrade refused: \(describe(failure))"
-            }
-        }
-        return health
-    }
-
     /// A real bootstrap through this bridge alone, in a child `postern run`.
     static func bootstrap(_ candidate: Candidate, directory: URL, plugins: [TransportPlugin], timeout: Duration, torOptionsFile: String?,
                           unsafeLogging: Bool) async -> BridgeHealth.Step {
@@ -384,7 +190,7 @@ struct BridgeHealthCheck {
                                        torOptionsFile: torOptionsFile,
                                        unsafeLogging: unsafeLogging, warmFrom: nil))
         } catch {
-            return .init(result: "failed", detail: "could not start the child: \(error)")
+            return .init(result: .failed, detail: "could not start the child: \(error)")
         }
         let outcome = await child.waitForReady(timeout: timeout)
         let events = child.events
@@ -392,65 +198,16 @@ struct BridgeHealthCheck {
         child.cleanUp()
         switch outcome {
         case .ready:
-            return .init(result: "ok", milliseconds: (events.first { $0.event == "ready" }?.t ?? 0) * 1000, detail: "100%")
+            return .init(result: .ok, milliseconds: (events.first { $0.event == "ready" }?.t ?? 0) * 1000, detail: "100%")
         case .failed(let reason, _):
-            return .init(result: "failed", milliseconds: Self.milliseconds(since: started),
+            return .init(result: .failed, milliseconds: BridgeHealthCheck.milliseconds(since: started),
                          detail: TrialRunner.failure(events: events, reason: reason).describedPlace)
         case .timedOut:
-            return .init(result: "failed", milliseconds: Self.milliseconds(since: started),
+            return .init(result: .failed, milliseconds: BridgeHealthCheck.milliseconds(since: started),
                          detail: TrialRunner.failure(events: events, reason: "no 100% within \(timeout.seconds.formatted()) s").describedPlace)
         }
     }
 
-    static func bounded<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await operation() }
-            group.addTask { try await Task.sleep(for: limit); return nil }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else {
-                throw TransportError(code: .timedOut, kind: .timeout, message: "no answer within \(limit.seconds.formatted()) s")
-            }
-            return value
-        }
-    }
-
-    static func milliseconds(since start: ContinuousClock.Instant) -> Double {
-        ((ContinuousClock.now - start).seconds * 10000).rounded() / 10
-    }
-
-    static func describe(_ error: any Error) -> String {
-        (error as? TransportError)?.description ?? "\(error)"
-    }
-
-    static func tcpReason(_ error: any Error) -> String {
-        guard let error = error as? TransportError else { return "unreachable: \(error)" }
-        switch error.code {
-        case .connectionRefused: return "refused (nothing listens there)"
-        case .timedOut: return "timeout (no answer: down or blocked)"
-        case .networkUnreachable, .hostUnreachable: return "unreachable (\(error.message))"
-        default: return "unreachable (\(error.message))"
-        }
-    }
-
-    static func handshakeReason(_ error: any Error, transport: String) -> String {
-        guard let error = error as? TransportError else { return "handshake failed: \(error)" }
-        if transport == "obfs4" {
-            switch error.code.rawValue {
-            case "obfs4-handshake-timeout", "timed-out":
-                return "handshake failed: no valid reply in time (wrong cert? an obfs4 bridge stays silent to a client with the wrong one)"
-            case "obfs4-server-closed-during-handshake":
-                return "handshake failed: the server closed the connection (wrong cert, or not an obfs4 bridge)"
-            case "obfs4-server-mac-mismatch", "obfs4-server-mark-not-found", "obfs4-ntor-auth-mismatch":
-                return "handshake failed: the reply does not match the cert (wrong cert or fingerprint)"
-            case "connection-refused":
-                return "refused (nothing listens there)"
-            default: break
-            }
-        }
-        if error.code == .connectionRefused { return "refused (nothing listens there)" }
-        if error.kind == .timeout { return "\(transport): timeout (\(error.message))" }
-        return "\(transport) handshake failed: \(error.message)"
-    }
 }
 
 extension ABResult.Failure {

@@ -1,14 +1,18 @@
+import PosternRuntime
 import BridgeConfig
 import Foundation
+import PosternAppLayer
 import PosternCore
 
 extension Command {
     static let nostrSharedOptions: [OptionSpec] = [
         .value("key-file", "FILE", "the Nostr secret key, 64 hex digits (created 0600 if missing; default <config dir>/nostr-key)"),
         .value("relay", "URL", repeatable: true, "relay to use instead of the built-in and custom relays"),
-        .value("socks", "[HOST:]PORT", "SOCKS5 listener of this command's tor (default 127.0.0.1:39050)"),
+        .value("socks", "[HOST:]PORT", "SOCKS5 listener of this command's tor (default 127.0.0.1:39050; unused when attached to 'postern run')"),
         .value("data-dir", "DIR", "tor's data directory (default: <state dir>/tor-nostr)"),
+        .value("transport", "NAME", "route for this command's tor: auto, direct or a transport name (default: the stored setting)"),
         .value("tor-options-file", "FILE", "extra tor options, one 'Key value' a line (private test networks)"),
+        .value("builtin-bridges", "FILE", "use these bridge lines (or a JSON list) as the built-in bridges (private test networks)"),
         .value("timeout", "SECONDS", "give up after this long (default 120)"),
         .flag("json", "print JSON lines"),
     ]
@@ -17,8 +21,11 @@ extension Command {
         name: "nostr",
         summary: "Send and receive NIP-17 private messages over Nostr relays, through tor",
         details: """
-        Starts an in-process tor and reaches the relays through it. With the Tor preference off
-        (see BRIDGE-CONFIG.md) the relays are reached directly: a real change in exposure.
+        Reaches the relays through tor: the tor of a running 'postern run' when there is one (its
+        status file names its SOCKS port; no second tor starts), otherwise an in-process tor of its
+        own with the stored bridges and transport (connection assist with the transport auto), as
+        'postern run' would. With the Tor preference off (see BRIDGE-CONFIG.md) the relays are
+        reached directly: a real change in exposure.
         """,
         subcommands: [.nostrSend, .nostrListen, .nostrKey])
 
@@ -48,7 +55,7 @@ extension Command {
         })
 }
 
-/// One `postern nostr` invocation: its own tor, the relay manager, and the CLI's output.
+/// One `postern nostr` invocation: the tor it goes through, the relay manager, and the CLI's output.
 struct NostrSession: Sendable {
     let invocation: Invocation
 
@@ -100,40 +107,21 @@ struct NostrSession: Sendable {
         }
     }
 
-    /// Starts tor (when the preference wants it) and a connected relay manager.
-    private func start() async throws -> (TorManager, NostrRelayManager, NetworkActivationService) {
-        let arguments = invocation.arguments
-        let socks: SocksEndpoint
-        var options: [TorOption] = []
-        do {
-            socks = try arguments.value("socks").map { try SocksEndpoint(parsing: $0) } ?? .default
-            if let file = arguments.value("tor-options-file") {
-                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                    throw invocation.usageError("cannot read --tor-options-file '\(file)'")
-                }
-                options = try TorOption.parseLines(text)
-            }
-        } catch let error as TorCoreError where error.kind == .usage {
-            throw invocation.usageError(error.message)
-        }
+    /// Starts tor (when the preference wants it) or attaches to a running one, and connects a
+    /// relay manager through it.
+    private func start() async throws -> (TorRoute, NostrRelayManager) {
         let relays = try relays()
-        let tor = TorManager()
-        let store = try BridgeStore(directory: invocation.paths.configDirectory.path)
-        let activation = NetworkActivationService(store: store, readiness: tor, socks: socks)
-        if await activation.shouldRunTor {
-            let dataDirectory = arguments.value("data-dir").map { URL(fileURLWithPath: $0) }
-                ?? invocation.paths.stateDirectory.appendingPathComponent("tor-nostr")
-            try await tor.start(TorConfiguration(dataDirectory: dataDirectory, socks: socks, options: options))
-        }
+        let output = invocation.output
+        let route = try await TorRoute.open(invocation, dataDirectory: invocation.paths.stateDirectory.appendingPathComponent("tor-nostr"),
+                                            command: "postern nostr")
         // What happens to each relay connection (a relay that breaks the protocol, sends too much
         // or goes silent ends its connection with a typed reason) goes to stderr; relay URLs are
         // the user's public choice, not secrets.
-        let output = invocation.output
-        let manager = NostrRelayManager(activation: activation, relays: relays, log: { event in
+        let manager = NostrRelayManager(activation: route.activation, relays: relays, log: { event in
             output.error("postern nostr: relay \(event)")
         })
         await manager.connect()
-        return (tor, manager, activation)
+        return (route, manager)
     }
 
     func send() async throws -> Int32 {
@@ -162,7 +150,7 @@ struct NostrSession: Sendable {
         let seconds = try timeout
         let keys = try loadOrCreateKey()
         let wrap = try NIP17.giftWrap(message: message, from: keys, to: recipient.lowercased())
-        let (tor, manager, _) = try await start()
+        let (tor, manager) = try await start()
         let waiting = Task { () -> [String] in
             var accepted: [String] = []
             for await message in manager.messages {
@@ -178,7 +166,7 @@ struct NostrSession: Sendable {
         let accepted = await waiting.value
         timer.cancel()
         await manager.disconnect()
-        await tor.shutdown()
+        await tor.close()
         guard let relay = accepted.first else { throw CommandFailure("no relay accepted the message within \(Int(seconds)) s") }
         if invocation.json {
             invocation.output.print("{\"sent\":\"\(wrap.id)\",\"relay\":\"\(relay)\"}")
@@ -204,7 +192,7 @@ struct NostrSession: Sendable {
         }
         let seconds = try timeout
         let keys = try loadOrCreateKey()
-        let (tor, manager, _) = try await start()
+        let (tor, manager) = try await start()
         await manager.subscribe(id: "postern-inbox", filterJSON: "{\"kinds\":[1059],\"#p\":[\"\(keys.publicKeyHex)\"]}")
         if !invocation.json { invocation.output.print("listening as \(keys.publicKeyHex)") }
         let reader = Task { () -> Int in
@@ -234,7 +222,7 @@ struct NostrSession: Sendable {
         let received = await reader.value
         interrupter.cancel()
         await manager.disconnect()
-        await tor.shutdown()
+        await tor.close()
         if let limit, received < limit { throw CommandFailure("received \(received) of \(limit) messages") }
         return 0
     }

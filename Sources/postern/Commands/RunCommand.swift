@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import PosternCore
+import PosternRuntime
 import TransportBase
 
 extension Command {
@@ -34,30 +35,13 @@ extension Command {
             .flag("json", "print each status change as a JSON line instead of a progress bar"),
             .value("events-json", "FILE", "append timestamped events (milestones, first byte, ready, stall) as JSON lines (docs/AB-TRIALS.md)"),
         ],
-        run: { invocation in try await RunSession(invocation).run() })
+        run: { invocation in try await RunCommand(invocation).run() })
 }
 
-/// What the run has published so far, shared by the status reporter and connection assist.
-final class RunState: Sendable {
-    struct Values {
-        var route: String
-        var assist: AssistSnapshot?
-        var phases: [RunStatusRecord.PhaseTiming] = []
-        /// Set when the run ends: late updates no longer rewrite the (removed) status file.
-        var closed = false
-    }
-    let values: Mutex<Values>
-    init(route: String) { values = Mutex(Values(route: route)) }
-}
-
-extension SettingsSource.Mode {
-    var fixedPlan: RoutePlan? { if case .fixed(let plan) = self { plan } else { nil } }
-}
-
-/// One foreground run: owns the manager, renders progress, publishes status, handles signals.
-final class RunSession: Sendable {
-    private let invocation: Invocation
-    private let manager = TorManager()
+/// One foreground `postern run`: parses, runs a ``PosternSession``, renders its events, handles
+/// signals.
+struct RunCommand {
+    let invocation: Invocation
 
     init(_ invocation: Invocation) { self.invocation = invocation }
 
@@ -68,244 +52,201 @@ final class RunSession: Sendable {
         }
         let output = invocation.output
         let paths = invocation.paths
-        let eventLog = try arguments.value("events-json").map { try RunEventLog(path: $0) }
         var strategy = AssistStrategy.race
         if let text = arguments.value("assist-strategy") {
             do { strategy = try AssistStrategy(parsing: text) } catch { throw invocation.usageError("--assist-strategy: \(error.message)") }
         }
         // External plugins are read once, at start; their processes start when a bridge needs them.
         let plugins = try invocation.bridgeStore().load().plugins
-        let dataDirectory = arguments.value("data-dir").map { URL(fileURLWithPath: $0) } ?? paths.torDataDirectory
-        let registry = try Transports.registry(plugins: plugins, stateLocation: dataDirectory)
-        let dialFailures = Mutex<(@Sendable (TransportEvent) -> Void)?>(nil)
-        let transportHost = TransportHost(registry: registry, events: TransportEventSink { event in
-            eventLog?.transport(event)
-            if event.kind == .dialFailed, let forward = dialFailures.withLock({ $0 }) { forward(event) }
-            // Transport events carry no addresses or certs; problems are worth a line. A dial cut
-            // short because its listener was stopped (connection assist moving on) is not one.
-            let cutShort = event.kind == .dialFailed && event.message.hasSuffix("the operation was cancelled")
-            if (event.severity == .error || event.severity == .warning) && !cutShort {
-                output.error("transport: \(event)")
-            }
-        })
+        var options = try invocation.sessionOptions(defaultDataDirectory: paths.torDataDirectory)
+        options.assistStrategy = strategy
+        options.eventsFile = arguments.value("events-json")
+        options.statusFile = paths.runStatusFile
+        let registry = try Transports.registry(plugins: plugins, stateLocation: options.dataDirectory)
         for name in registry.names {
             if let external = registry.transport(named: name) as? ExternalTransport {
                 output.print("note: \(name) bridges go through the external \(external.client.definition.label), started when first needed")
             }
         }
-        let settings = try SettingsSource(invocation, transports: transportHost)
-        var mode = try settings.mode()
-        var configuration = try makeConfiguration(plan: mode.fixedPlan)
-        if case .assist = mode {
-            // Connection assist owns stall reporting (per route); tor starts off the network and
-            // the first route switches it on.
-            configuration.bootstrapDeadline = .seconds(30 * 86_400)
-            configuration.options.append(AssistRunner.networkOff)
-        }
-        if case .fixed(let plan) = mode {
-            for note in plan.notes { output.print("note: \(note)") }
-        }
-        let state = RunState(route: mode.fixedPlan?.route ?? "connection assist")
-        eventLog?.started(route: mode.fixedPlan?.route ?? "auto")
-        let everyStatus = eventLog == nil ? nil : await manager.statusUpdates(everyChange: true)
-        let eventRecorder = Task {
-            guard let eventLog, let everyStatus else { return }
-            for await status in everyStatus { eventLog.observe(status) }
-        }
-        let socks = configuration.socks
-        @Sendable func publish(_ status: TorStatus) -> RunStatusRecord {
-            state.values.withLock {
-                let record = RunStatusRecord(pid: getpid(), status: status, socks: status.socks ?? socks, route: $0.route,
-                                             phases: $0.phases, assist: $0.assist)
-                // Written under the lock so that no write can follow the removal at the end.
-                if !$0.closed { try? record.write(to: paths.runStatusFile) }
-                return record
-            }
-        }
-        let json = invocation.json
-        let probes = strategy == .race ? try AssistProbes(torOptions: configuration.options) : nil
-        let assist = AssistRunner(manager: manager, settings: settings, output: output, json: json, strategy: strategy,
-                                  probes: probes, eventLog: eventLog) { [manager] snapshot in
-            state.values.withLock {
-                $0.assist = snapshot
-                if let route = snapshot.route { $0.route = route }
-            }
-            Task {
-                let record = publish(await manager.currentStatus)
-                if json {
-                    output.print(String(decoding: (try? RunStatusRecord.encoder().encode(record)) ?? Data(), as: UTF8.self))
-                }
-            }
-        }
-
-        let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
-        let started = ContinuousClock.now
-        let updates = await manager.statusUpdates()
-        let reporter = Task { [invocation, configuration] in
-            var lastKey = ""
-            var announcedReady = false
-            var announcedStall = false
-            for await status in updates {
-                let seconds = (ContinuousClock.now - started).seconds
-                let phases = state.values.withLock { values in
-                    if !status.bootstrapTag.isEmpty, status.bootstrapProgress > (values.phases.last?.progress ?? -1) {
-                        values.phases.append(.init(progress: status.bootstrapProgress, tag: status.bootstrapTag,
-                                                   summary: status.bootstrapSummary, seconds: seconds))
-                    }
-                    return values.phases
-                }
-                let record = publish(status)
-                let key = "\(status.state.name)|\(status.bootstrapProgress)|\(status.bootstrapDidStall)"
-                guard key != lastKey else { continue }
-                lastKey = key
-                if invocation.json {
-                    output.print(String(decoding: (try? RunStatusRecord.encoder().encode(record)) ?? Data(), as: UTF8.self))
-                    continue
-                }
-                if status.isReady {
-                    if !announcedReady {
-                        announcedReady = true
-                        output.status(ProgressBar.render(status))
-                        output.endStatus()
-                        output.print("ready: socks5 \(status.socks ?? configuration.socks) (route: \(record.route), \(String(format: "%.1f", seconds)) s)")
-                        output.print(PhaseReport.render(phases))
-                    }
-                } else if status.bootstrapDidStall {
-                    if !announcedStall {
-                        announcedStall = true
-                        output.endStatus()
-                        var line = "stalled: no 100% within \(configuration.bootstrapDeadline.seconds.formatted()) s"
-                        line += " (at \(status.bootstrapProgress)%: \(status.bootstrapSummary))"
-                        if let warning = status.bootstrapWarning { line += "; last problem: \(warning)" }
-                        output.print(line + "; tor keeps trying")
-                    }
-                } else if status.state == .bootstrapping || status.state == .starting {
-                    announcedStall = false
-                    output.status(ProgressBar.render(status))
-                } else if status.state == .failed {
-                    output.endStatus()
-                    output.error("postern run: error: \(status.lastError?.message ?? "tor failed")")
-                }
-            }
-        }
-
+        let settings = try invocation.sessionSettings()
+        let session: PosternSession
         do {
-            try await manager.start(configuration)
+            session = try PosternSession(settings: settings, transports: registry, options: options)
         } catch {
-            reporter.cancel()
-            eventRecorder.cancel()
-            eventLog?.observe(await manager.currentStatus)
-            eventLog?.stopped()
-            try? FileManager.default.removeItem(at: paths.runStatusFile)
-            throw CommandFailure("tor did not start: \(error)")
+            throw CommandFailure("--events-json: \(error.message)")
         }
-        dialFailures.withLock { forward in
-            forward = { [assist] event in
-                assist.transportDialFailed(transport: event.transport.rawValue, code: event.error?.code.rawValue ?? "", kind: event.error?.kind.rawValue ?? "")
-            }
+        let renderer = RunRenderer(invocation: invocation, strategy: strategy, options: options)
+        let events = session.events()
+        let reporter = Task { for await event in events { renderer.render(event) } }
+        let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
+        do {
+            try await session.start()
+        } catch {
+            await reporter.value
+            throw CommandFailure(error.message)
         }
-        if case .assist(let plan) = mode { await assist.start(plan) }
-
-        // Settings changed by another postern process (or SIGHUP) reach the running tor by SETCONF.
+        // Settings changed by another postern process reach the running tor by SETCONF; SIGHUP
+        // asks for the check at once.
         let hangups = SignalWaiter(signals: [SIGHUP])
-        let watcher = Task { [manager] in
-            var lastStamp = settings.storeStamp()
+        let hangupForwarder = Task {
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
-                guard !Task.isCancelled else { return }
-                let hangup = hangups.consume()
-                let stamp = settings.storeStamp()
-                guard hangup || stamp != lastStamp else { continue }
-                lastStamp = stamp
-                do {
-                    let newMode = try settings.mode()
-                    guard newMode != mode else { continue }
-                    switch (mode, newMode) {
-                    case (.assist, .assist(let plan)):
-                        await assist.replace(plan)
-                    case (.fixed, .assist(let plan)):
-                        if !invocation.json {
-                            output.endStatus()
-                            output.print("settings changed: now connection assist; applied to the running tor without a restart")
-                        }
-                        await assist.start(plan)
-                    case (_, .fixed(let newPlan)):
-                        if case .assist = mode { await assist.stop() }
-                        try await manager.reconfigure(newPlan.options, resetting: AssistRunner.managedKeys)
-                        state.values.withLock {
-                            $0.route = newPlan.route
-                            $0.assist = nil
-                        }
-                        if !invocation.json {
-                            output.endStatus()
-                            output.print("settings changed: now \(newPlan.route); applied to the running tor without a restart")
-                            for note in newPlan.notes { output.print("note: \(note)") }
-                        }
-                    }
-                    mode = newMode
-                } catch {
-                    output.endStatus()
-                    output.error("postern run: settings not applied: \(error)")
-                }
+                await hangups.wait()
+                session.reloadSettings()
             }
         }
-
         // Either a signal arrives or the core fails on its own.
         let failed = await withTaskGroup(of: Bool.self) { group in
             group.addTask { await stop.wait(); return false }
-            group.addTask { [manager] in
-                for await status in await manager.statusUpdates() where status.state == .failed { return true }
-                return false
-            }
+            group.addTask { await session.waitForFailure() }
             let first = await group.next() ?? false
             group.cancelAll()
             return first
         }
-        watcher.cancel()
-        _ = await watcher.value
-        await assist.stop()
+        hangupForwarder.cancel()
         if !invocation.json { output.endStatus() }
         if !failed && !invocation.json { output.print("stopping tor…") }
-        await manager.shutdown()
-        await transportHost.stopAll()
-        await Transports.stopPlugins()
-        reporter.cancel()
-        eventRecorder.cancel()
-        eventLog?.stopped()
-        state.values.withLock { values in
-            values.closed = true
-            try? FileManager.default.removeItem(at: paths.runStatusFile)
-        }
+        await session.stop()
+        await reporter.value
         if !failed && !invocation.json { output.print("stopped") }
         return failed ? 1 : 0
     }
+}
 
-    private func makeConfiguration(plan: RoutePlan?) throws -> TorConfiguration {
-        let arguments = invocation.arguments
-        do {
-            let socks = try arguments.value("socks").map { try SocksEndpoint(parsing: $0) } ?? .default
-            var deadline = Duration.seconds(75)
-            if let text = arguments.value("stall-timeout") {
-                guard let seconds = Double(text), seconds > 0 else {
-                    throw invocation.usageError("--stall-timeout needs a positive number of seconds, not '\(text)'")
+/// Turns a session's events into `postern run`'s lines (or JSON lines with --json).
+final class RunRenderer: Sendable {
+    private let invocation: Invocation
+    private let strategy: AssistStrategy
+    private let stallTimeout: Duration
+    private let socks: SocksEndpoint
+    private struct Shown { var lastKey = ""; var announcedReady = false; var announcedStall = false }
+    private let shown = Mutex(Shown())
+
+    init(invocation: Invocation, strategy: AssistStrategy, options: SessionOptions) {
+        self.invocation = invocation
+        self.strategy = strategy
+        stallTimeout = options.stallTimeout
+        socks = options.socks
+    }
+
+    func render(_ event: SessionEvent) {
+        let output = invocation.output
+        let json = invocation.json
+        switch event {
+        case .status(let status, let cause):
+            if json, cause == .assist { return printJSON(status) }
+            renderStatus(status)
+        case .fixedRoute(_, let notes):
+            for note in notes { output.print("note: \(note)") }
+        case .transportProblem(let event):
+            output.error("transport: \(event)")
+        case .warning(let warning):
+            output.endStatus()
+            output.error("postern run: \(warning.message)")
+        case .assistStarted(let order, let probing, let lastGoodFirst, let notes):
+            guard !json else { return }
+            var line = "connection assist: trying \(order.joined(separator: ", ")) in this order"
+            if probing { line += ", probing them all meanwhile" }
+            output.print(line)
+            if let first = lastGoodFirst { output.print("connection assist: \(first) goes first: it connected last time") }
+            for note in notes { output.print("note: \(note)") }
+        case .settingsApplied(let change):
+            guard !json else { return }
+            output.endStatus()
+            switch change {
+            case .nowConnectionAssist:
+                output.print("settings changed: now connection assist; applied to the running tor without a restart")
+            case .nowFixed(let route, let notes):
+                output.print("settings changed: now \(route); applied to the running tor without a restart")
+                for note in notes { output.print("note: \(note)") }
+            case .assistRoutesReplaced(let nowTrying, let order, let notes):
+                if let route = nowTrying {
+                    output.print("settings changed: now \(route) (connection assist); applied to the running tor without a restart")
+                } else {
+                    output.print("settings changed: connection assist now tries \(order.joined(separator: ", "))")
                 }
-                deadline = .milliseconds(Int64(seconds * 1000))
+                for note in notes { output.print("note: \(note)") }
             }
-            var options: [TorOption] = []
-            if let file = arguments.value("tor-options-file") {
-                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                    throw invocation.usageError("cannot read --tor-options-file '\(file)'")
-                }
-                options += try TorOption.parseLines(text)
+        case .assist(let event):
+            guard !json, let line = Self.line(event, racing: strategy == .race) else { return }
+            output.endStatus()
+            output.print(line)
+        }
+    }
+
+    /// The line for one of connection assist's decisions (a choice in order goes without one).
+    static func line(_ event: AssistEvent, racing: Bool) -> String? {
+        switch event {
+        case .trying(let route, let position, let count, let cycle):
+            var line = "trying \(route.label) (route \(position) of \(count)"
+            if cycle > 1 { line += ", pass \(cycle)" }
+            line += "): up to \(route.limits.ceiling.seconds.formatted()) s, moving on after"
+            line += " \(route.limits.noProgressWindow.seconds.formatted()) s without progress"
+            if racing { line += ", sooner on failing connections or a failed probe" }
+            return line
+        case .chose(let choice):
+            guard choice.reason == .probePassed else { return nil }
+            return "connection assist: choosing \(choice.route.label): \(choice)"
+        case .probed(let route, let result):
+            return "probe \(route.label): \(result.summary)"
+        case .movedOn(let failure):
+            return failure.skipped ? "passing over \(failure.route.label): \(failure)" : "moving on from \(failure.route.label): \(failure)"
+        case .allFailed(let failures, let retryIn):
+            let reasons = failures.map { "\($0.route.label): \($0)" }.joined(separator: "; ")
+            var line = "stalled: every route failed (\(reasons)); trying them all again in \(retryIn.seconds.formatted()) s"
+            if let last = failures.last { line += " (tor keeps trying \(last.route.label) meanwhile)" }
+            return line
+        case .connected(let route, let after):
+            return "connection assist: connected via \(route.label) after \(String(format: "%.1f", after.seconds)) s; it goes first next time"
+        }
+    }
+
+    private func printJSON(_ status: SessionStatus) {
+        invocation.output.print(String(decoding: (try? RunStatusRecord.encoder().encode(status.record)) ?? Data(), as: UTF8.self))
+    }
+
+    private func renderStatus(_ session: SessionStatus) {
+        let output = invocation.output
+        let status = session.tor
+        let key = "\(status.state.name)|\(status.bootstrapProgress)|\(status.bootstrapDidStall)"
+        enum Action { case none, json, ready, stall, progress, failed }
+        let action = shown.withLock { shown -> Action in
+            guard key != shown.lastKey else { return .none }
+            shown.lastKey = key
+            if invocation.json { return .json }
+            if status.isReady {
+                guard !shown.announcedReady else { return .none }
+                shown.announcedReady = true
+                return .ready
+            } else if status.bootstrapDidStall {
+                guard !shown.announcedStall else { return .none }
+                shown.announcedStall = true
+                return .stall
+            } else if status.state == .bootstrapping || status.state == .starting {
+                shown.announcedStall = false
+                return .progress
             }
-            options += plan?.options ?? []
-            let dataDirectory = arguments.value("data-dir").map { URL(fileURLWithPath: $0) } ?? invocation.paths.torDataDirectory
-            var configuration = TorConfiguration(dataDirectory: dataDirectory, socks: socks, bootstrapDeadline: deadline,
-                                                 options: options)
-            configuration.noticeLevelLog = invocation.unsafeLogging
-            return configuration
-        } catch let error as TorCoreError where error.kind == .usage {
-            throw invocation.usageError(error.message)
+            return status.state == .failed ? .failed : .none
+        }
+        switch action {
+        case .none: break
+        case .json: printJSON(session)
+        case .ready:
+            let seconds = session.seconds
+            output.status(ProgressBar.render(status))
+            output.endStatus()
+            output.print("ready: socks5 \(session.socks) (route: \(session.route), \(String(format: "%.1f", seconds)) s)")
+            output.print(PhaseReport.render(session.phases))
+        case .stall:
+            output.endStatus()
+            var line = "stalled: no 100% within \(stallTimeout.seconds.formatted()) s"
+            line += " (at \(status.bootstrapProgress)%: \(status.bootstrapSummary))"
+            if let warning = status.bootstrapWarning { line += "; last problem: \(warning)" }
+            output.print(line + "; tor keeps trying")
+        case .progress:
+            output.status(ProgressBar.render(status))
+        case .failed:
+            output.endStatus()
+            output.error("postern run: error: \(status.lastError?.message ?? "tor failed")")
         }
     }
 }
@@ -333,13 +274,6 @@ enum PhaseReport {
 extension String {
     func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: " ", count: width - count) + self
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
 }
 

@@ -1,3 +1,4 @@
+import PosternRuntime
 import Foundation
 import PosternCore
 

@@ -1,3 +1,4 @@
+import PosternRuntime
 import BridgeConfig
 import Foundation
 

@@ -18,6 +18,7 @@
 // most one message under the cap plus one read.
 import CSodium
 import Foundation
+import PosternCore
 
 public enum WebSocketMessage: Sendable, Hashable {
     case text(String)

@@ -13,6 +13,7 @@
 // `maximumHeadBytes` (a head that has not ended by then is refused, not buffered); the wait for it
 // is bounded by the connect timeout in WebSocketConnection.
 import Foundation
+import PosternCore
 
 /// Accumulates the server's reply to our upgrade request and validates it once the head ends.
 /// Pure (no I/O), so the `WebSocketHandshakeFuzzer` target can drive it with arbitrary reads.

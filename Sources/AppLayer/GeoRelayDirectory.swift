@@ -1,4 +1,5 @@
 import Foundation
+import PosternCore
 
 /// A relay with coordinates, from the geo relay directory.
 public struct GeoRelay: Sendable, Hashable, CustomStringConvertible {

@@ -3,7 +3,7 @@ import Synchronization
 import PosternCore
 import TransportBase
 
-/// `postern run --events-json FILE`: a machine-readable account of one run, one JSON object a line,
+/// A session's events file (`postern run --events-json FILE`): a machine-readable account of one run, one JSON object a line,
 /// appended as things happen (so a parent process can follow it while the run goes on). Written
 /// for `postern ab` and `postern bridges test --bootstrap`, documented in docs/AB-TRIALS.md.
 ///
@@ -31,7 +31,7 @@ import TransportBase
 ///   probe-failed, unavailable, settings-changed; `problem`, `failures`, `peers`, `skipped`),
 ///   `assist-all-failed` (`retryIn`) and `assist-connected` (`route`, `seconds`).
 /// The file is created with mode 0600. Bridge lines never reach it (PT messages carry none).
-final class RunEventLog: Sendable {
+public final class RunEventLog: Sendable {
     private let descriptor: Int32
     private let origin = ContinuousClock.now
     private let state = Mutex(State())
@@ -51,10 +51,10 @@ final class RunEventLog: Sendable {
     static let contactTags: Set<String> = ["handshake_done", "ap_handshake_done", "onehop_create", "requesting_status",
                                            "requesting_descriptors", "circuit_create", "done"]
 
-    init(path: String) throws {
+    public init(path: String) throws(SessionError) {
         descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw CommandFailure("cannot open --events-json file \(path): \(String(cString: strerror(errno)))")
+            throw SessionError(.file, "cannot open the events file \(path): \(String(cString: strerror(errno)))")
         }
         fchmod(descriptor, 0o600)
     }

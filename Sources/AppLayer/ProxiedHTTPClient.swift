@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import PosternCore
 
 /// A completed HTTP response (bodies are small here: relay lists, not downloads).
 public struct HTTPResponse: Sendable, Hashable {

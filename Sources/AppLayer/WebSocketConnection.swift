@@ -1,6 +1,7 @@
 import CCurl
 import CSodium
 import Foundation
+import PosternCore
 #if canImport(Glibc)
 import Glibc
 #endif

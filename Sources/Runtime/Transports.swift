@@ -6,25 +6,25 @@ import Synchronization
 import TransportBase
 import WebtunnelTransport
 
-/// The transports this executable offers, assembled explicitly (no transport knows another): its
+/// The transports Postern offers, assembled explicitly (no transport knows another): its
 /// own obfs4, snowflake and webtunnel, and the user's external plugins (`postern transport plugin`).
 ///
 /// A plugin serves its names unless one is a name Postern implements itself and the plugin was not
 /// added with --replace-builtin: then Postern's own transport keeps the name, and the plugin is
 /// used only where asked for by name (an A/B route `plugin:obfs4` runs its child with the plugin
 /// marked as replacing).
-enum Transports {
+public enum Transports {
     /// The names Postern implements itself.
-    static let builtinNames: [String] = ["obfs4", "snowflake", "webtunnel"]
+    public static let builtinNames: [String] = ["obfs4", "snowflake", "webtunnel"]
 
-    static func registry(plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
+    public static func registry(plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
         try assemble(own: [Obfs4Transport(), SnowflakeTransport(), WebtunnelTransport()], plugins: plugins, stateLocation: stateLocation,
                      dialTimeout: .seconds(60))
     }
 
     /// The same transports with their waits shortened to `handshakeTimeout`, for health checks
     /// that must flag a silent bridge quickly (`postern bridges test`).
-    static func registry(handshakeTimeout: Duration, plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
+    public static func registry(handshakeTimeout: Duration, plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
         try assemble(own: [Obfs4Transport(connectTimeout: handshakeTimeout, handshakeTimeout: handshakeTimeout, retryForOldBridges: true),
                            SnowflakeTransport(proxyPatience: handshakeTimeout * 2, waitsForDataChannel: true),
                            WebtunnelTransport(connectTimeout: handshakeTimeout, resolveTimeout: handshakeTimeout,
@@ -33,7 +33,7 @@ enum Transports {
     }
 
     /// The plugins that serve `name` in a registry built from `plugins` (for messages and `ab`).
-    static func plugin(serving name: String, in plugins: [TransportPlugin]) -> TransportPlugin? {
+    public static func plugin(serving name: String, in plugins: [TransportPlugin]) -> TransportPlugin? {
         plugins.first { plugin in
             plugin.names.contains { $0.rawValue == name } && (plugin.replacesBuiltin || !builtinNames.contains(name))
         }
@@ -43,7 +43,7 @@ enum Transports {
     private static let clients = Mutex<[ManagedPluginClient]>([])
 
     /// Stops every plugin this process started (stdin closed, SIGTERM, SIGKILL after a grace).
-    static func stopPlugins() async {
+    public static func stopPlugins() async {
         let running = clients.withLock { clients -> [ManagedPluginClient] in
             defer { clients = [] }
             return clients

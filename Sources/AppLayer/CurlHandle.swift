@@ -1,5 +1,6 @@
 import CCurl
 import Foundation
+import PosternCore
 
 /// One libcurl easy handle; the only owner, freed in deinit. Every call goes through `check`, which
 /// turns a CURLcode into an ``AppLayerError``. A handle is used by one thread at a time (libcurl's

@@ -1,5 +1,6 @@
 import CSodium
 import Foundation
+import PosternCore
 
 /// A NIP-01 event. `sig` is empty for an unsigned rumor (NIP-59).
 public struct NostrEvent: Sendable, Hashable {

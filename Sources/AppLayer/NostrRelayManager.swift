@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternCore
 
 /// What the relays said, as it arrives.
 public enum NostrRelayMessage: Sendable, Hashable {

@@ -4,25 +4,25 @@ import PosternCore
 
 /// Which way to tor a run takes, rendered as tor options: direct, or bridges of one transport (or
 /// every enabled bridge). Contains bridge lines: its `options` must never be printed.
-struct RoutePlan: Equatable {
+public struct RoutePlan: Equatable, Sendable {
     /// For humans: "direct", "bridges (vanilla)", "bridges (obfs4, built-in)".
-    var route: String
-    var options: [TorOption]
+    public var route: String
+    public var options: [TorOption]
     /// Transports that need an in-process PT listener (everything but vanilla).
-    var transports: [TransportName]
-    var notes: [String]
+    public var transports: [TransportName]
+    public var notes: [String]
     /// The bridges exactly as tor gets them (placeholder addresses included): the in-process PT
     /// listeners accept these and nothing else (TransportHost.admit).
-    var bridges: [BridgeLine] = []
+    public var bridges: [BridgeLine] = []
 
     /// The option keys a plan may set, reset when a new plan replaces an old one on a live tor.
-    static let managedKeys = ["UseBridges", "Bridge", "ClientTransportPlugin"]
+    public static let managedKeys = ["UseBridges", "Bridge", "ClientTransportPlugin"]
 
     /// - Parameters:
     ///   - overrideBridges: `--bridge` lines for this run, which replace the stored selection.
     ///   - overrideTransport: `--transport` for this run, which replaces the stored selection.
     ///   - builtins: the built-in bridges (bundled, or a private network's own list).
-    static func make(configuration: BridgeConfiguration, overrideBridges: [BridgeLine],
+    public static func make(configuration: BridgeConfiguration, overrideBridges: [BridgeLine],
                      overrideTransport: TransportSelection?, pluginPorts: [TransportName: UInt16],
                      builtins: BuiltinBridges? = try? BuiltinBridges.bundled()) throws -> RoutePlan {
         var notes: [String] = []
@@ -43,10 +43,10 @@ struct RoutePlan: Equatable {
                 notes.append("no enabled \(transport) bridges of your own: using Tor Browser's built-in \(transport) bridges")
             }
             guard !bridges.isEmpty else {
-                throw CommandFailure("the transport is set to \(transport) but there are no enabled \(transport) bridges; add one with 'postern bridges add' or choose another with 'postern transport use'")
+                throw SessionError(.noBridges, "the transport is set to \(transport) but there are no enabled \(transport) bridges; add one with 'postern bridges add' or choose another with 'postern transport use'")
             }
         } else {
-            // auto without connection assist (RunSession uses ConnectionAssistant for auto): the
+            // auto without connection assist (PosternSession uses ConnectionAssistant for auto): the
             // stored, enabled bridges when there are any, else direct.
             bridges = configuration.enabledBridges().map(\.line)
             if bridges.isEmpty {
@@ -59,14 +59,14 @@ struct RoutePlan: Equatable {
     }
 
     /// A plan that uses exactly `bridges` (one connection assist route, or a fixed selection).
-    static func bridges(_ bridges: [BridgeLine], label: String, notes: [String] = [],
+    public static func bridges(_ bridges: [BridgeLine], label: String, notes: [String] = [],
                         pluginPorts: [TransportName: UInt16]) throws -> RoutePlan {
         var notes = notes
         let rendered: TorBridgeConfiguration
         do {
             rendered = try TorBridgeConfiguration(bridges: bridges)
         } catch {
-            throw CommandFailure(error.message)
+            throw SessionError(.invalidBridges, error.message)
         }
         notes += rendered.warnings.map(\.message)
         var options: [TorOption] = []

@@ -86,7 +86,7 @@ struct AssistProbes: Sendable {
                     let pairs = bridge.arguments.map { TransportArguments.Pair(key: $0.key, value: $0.value) }
                     do {
                         let dial = try client.prepareDial(arguments: TransportArguments(pairs))
-                        let connection = try await BridgeHealthCheck.bounded(limit) { try await dial.dial(endpoint, context: DialContext()) }
+                        let connection = try await withDeadline(limit) { try await dial.dial(endpoint, context: DialContext()) }
                         connection.close()
                         return (true, nil)
                     } catch {

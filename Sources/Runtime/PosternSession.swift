@@ -1,0 +1,430 @@
+import BridgeConfig
+import Foundation
+import PosternCore
+import Synchronization
+import TransportBase
+
+/// How a session's tor runs (what is not a setting of the store).
+public struct SessionOptions: Sendable {
+    /// tor's data directory.
+    public var dataDirectory: URL
+    /// The SOCKS5 listener apps connect to (loopback only).
+    public var socks: SocksEndpoint = .default
+    /// Bootstrap deadline before a stall is reported (a fixed route; connection assist reports
+    /// stalls per route).
+    public var stallTimeout: Duration = .seconds(75)
+    /// Extra tor options (private test networks).
+    public var torOptions: [TorOption] = []
+    /// Connection assist's strategy with the transport `auto`.
+    public var assistStrategy: AssistStrategy = .race
+    /// tor's notice-level log (may name bridges: only with unsafe logging).
+    public var noticeLevelLog = false
+    /// Appends the session's events as JSON lines here (docs/AB-TRIALS.md).
+    public var eventsFile: String?
+    /// Publishes the status here, replaced atomically on every change, removed on stop.
+    public var statusFile: URL?
+    /// How often the settings are checked for changes.
+    public var settingsCheckInterval: Duration = .seconds(1)
+
+    public init(dataDirectory: URL) { self.dataDirectory = dataDirectory }
+}
+
+/// The state of a session: tor's status, the route it takes and connection assist's view.
+public struct SessionStatus: Sendable {
+    public var tor: TorStatus
+    /// For humans: "direct", "bridges (obfs4)", "connection assist" before assist chose one.
+    public var route: String
+    public var assist: AssistSnapshot?
+    /// Each new bootstrap milestone with the seconds since the session started.
+    public var phases: [RunStatusRecord.PhaseTiming]
+    public var socks: SocksEndpoint
+    /// Seconds since the session started, when this status was taken.
+    public var seconds: Double
+
+    public var isReady: Bool { tor.isReady }
+
+    /// The record `postern status` reads.
+    public var record: RunStatusRecord {
+        RunStatusRecord(pid: getpid(), status: tor, socks: socks, route: route, phases: phases, assist: assist)
+    }
+}
+
+/// A live settings change the session applied.
+public enum SettingsChange: Sendable {
+    /// The transport became `auto`: connection assist took over.
+    case nowConnectionAssist
+    /// The route is now `route` (direct or one transport).
+    case nowFixed(route: String, notes: [String])
+    /// Connection assist got new routes; `nowTrying` when that moved it to another route.
+    case assistRoutesReplaced(nowTrying: String?, order: [String], notes: [String])
+}
+
+/// Something the session could not do that does not stop it.
+public struct SessionWarning: Sendable, Hashable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public static let cannotRememberRoute = Code("cannot-remember-route")
+        public static let cannotUpdateAssistMemory = Code("cannot-update-assist-memory")
+        /// Changed settings could not be applied; the session keeps the previous ones.
+        public static let settingsNotApplied = Code("settings-not-applied")
+    }
+
+    public var code: Code
+    public var message: String
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { message }
+}
+
+/// What happens in a session, in order. Never carries a bridge address, fingerprint or cert.
+public enum SessionEvent: Sendable {
+    /// What changed the status.
+    public enum StatusCause: Sendable { case tor, assist }
+    case status(SessionStatus, cause: StatusCause)
+    /// A fixed route was chosen at the start (direct or one transport), with notes for the user.
+    case fixedRoute(route: String, notes: [String])
+    /// Connection assist starts with these routes in this order.
+    case assistStarted(order: [String], probing: Bool, lastGoodFirst: String?, notes: [String])
+    case assist(AssistEvent)
+    case settingsApplied(SettingsChange)
+    /// A transport's warning or error (a dial cut short by a route change is not one).
+    case transportProblem(TransportEvent)
+    case warning(SessionWarning)
+}
+
+/// Postern as an app embeds it: one tor with the settings' bridges and transports, connection
+/// assist with the transport `auto`, and live changes: settings changed meanwhile (the store
+/// file replaced, ``InMemorySettings/update(_:)``, ``reloadSettings()``) reach the running tor by
+/// SETCONF, without a restart.
+///
+///     let session = PosternSession(settings: .inMemory(settings, stateDirectory: state),
+///                                  transports: try Transports.registry(), options: options)
+///     try await session.start()
+///     guard await session.awaitReady(timeout: .seconds(120)) else { ... }
+///     // connect through session.socks (socks5h), then
+///     await session.stop()
+///
+/// tor_api allows one tor per process: one running session per process.
+public final class PosternSession: Sendable {
+    public let socks: SocksEndpoint
+    public let options: SessionOptions
+    /// The embedded tor (GETINFO, status snapshots).
+    public let tor = TorManager()
+
+    private let source: SettingsSource
+    /// What the session follows.
+    public var settings: SessionSettings { source.settings }
+    private let transportHost: TransportHost
+    private let eventLog: RunEventLog?
+    private let assist: AssistRunner
+
+    fileprivate struct State {
+        var route = ""
+        var assist: AssistSnapshot?
+        var phases: [RunStatusRecord.PhaseTiming] = []
+        /// Set when the session ends: late updates no longer rewrite the (removed) status file.
+        var closed = false
+        var started = false
+        var mode: SessionMode?
+        var subscribers: [UUID: AsyncStream<SessionEvent>.Continuation] = [:]
+        var tasks: [Task<Void, Never>] = []
+        var watcher: Task<Void, Never>?
+        var reloadRequested = false
+    }
+    private let shared: Shared
+
+    /// What the session's tasks and callbacks share (a class: a Mutex cannot be captured).
+    private final class Shared: Sendable {
+        let state = Mutex(State())
+        let socks: SocksEndpoint
+        let statusFile: URL?
+        let startedAt = ContinuousClock.now
+        init(socks: SocksEndpoint, statusFile: URL?) {
+            self.socks = socks
+            self.statusFile = statusFile
+        }
+
+        func emit(_ event: SessionEvent) {
+            state.withLock { for continuation in $0.subscribers.values { continuation.yield(event) } }
+        }
+
+        /// Writes the status file (under the lock, so that no write follows its removal at the end).
+        func publish(_ tor: TorStatus, writing: Bool = true) -> SessionStatus {
+            state.withLock {
+                // The bound listener once tor has one (with port auto, the port it chose).
+                let status = SessionStatus(tor: tor, route: $0.route, assist: $0.assist, phases: $0.phases, socks: tor.socks ?? socks,
+                                           seconds: (ContinuousClock.now - startedAt).seconds)
+                if writing, !$0.closed, let statusFile { try? status.record.write(to: statusFile) }
+                return status
+            }
+        }
+    }
+
+    /// Prepares a session; ``start()`` runs it. Subscribe to ``events()`` before starting to see
+    /// everything.
+    public init(settings: SessionSettings, transports registry: TransportRegistry, options: SessionOptions) throws(SessionError) {
+        self.options = options
+        socks = options.socks
+        let shared = Shared(socks: options.socks, statusFile: options.statusFile)
+        self.shared = shared
+        let eventLog = try options.eventsFile.map { path throws(SessionError) in try RunEventLog(path: path) }
+        self.eventLog = eventLog
+        // Dial failures go to connection assist once it exists; the sink is made first.
+        let assistBox = Mutex<AssistRunner?>(nil)
+        let emitBox = Mutex<(@Sendable (SessionEvent) -> Void)?>(nil)
+        let host = TransportHost(registry: registry, events: TransportEventSink { event in
+            eventLog?.transport(event)
+            if event.kind == .dialFailed, let assist = assistBox.withLock({ $0 }) {
+                assist.transportDialFailed(transport: event.transport.rawValue, code: event.error?.code.rawValue ?? "",
+                                           kind: event.error?.kind.rawValue ?? "")
+            }
+            // A dial cut short because its listener was stopped (connection assist moving on) is
+            // not a problem worth reporting.
+            let cutShort = event.kind == .dialFailed && event.message.hasSuffix("the operation was cancelled")
+            if (event.severity == .error || event.severity == .warning) && !cutShort {
+                emitBox.withLock { $0 }?(.transportProblem(event))
+            }
+        })
+        transportHost = host
+        source = SettingsSource(settings: settings, transports: host)
+        let probes = options.assistStrategy == .race ? try? AssistProbes(torOptions: options.torOptions) : nil
+        let tor = tor
+        let emit: @Sendable (SessionEvent) -> Void = { event in shared.emit(event) }
+        emitBox.withLock { $0 = emit }
+        assist = AssistRunner(manager: tor, settings: source, strategy: options.assistStrategy, probes: probes,
+                              eventLog: eventLog, emit: emit) { snapshot in
+            shared.state.withLock {
+                $0.assist = snapshot
+                if let route = snapshot.route { $0.route = route }
+            }
+            Task {
+                let status = shared.publish(await tor.currentStatus)
+                shared.emit(.status(status, cause: .assist))
+            }
+        }
+        assistBox.withLock { $0 = assist }
+    }
+
+    /// Starts a prepared session in one call.
+    public static func start(settings: SessionSettings, transports: TransportRegistry,
+                             options: SessionOptions) async throws(SessionError) -> PosternSession {
+        let session = try PosternSession(settings: settings, transports: transports, options: options)
+        try await session.start()
+        return session
+    }
+
+    /// Everything that happens from now on, in order; ends when the session stops.
+    public func events() -> AsyncStream<SessionEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SessionEvent.self)
+        let id = UUID()
+        let closed = shared.state.withLock { state -> Bool in
+            if state.closed { return true }
+            state.subscribers[id] = continuation
+            return false
+        }
+        if closed { continuation.finish() }
+        continuation.onTermination = { [shared] _ in _ = shared.state.withLock { $0.subscribers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// The status, starting with the current one; slow consumers see only the latest.
+    public func statusUpdates() -> AsyncStream<SessionStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SessionStatus.self, bufferingPolicy: .bufferingNewest(1))
+        let events = events()
+        let task = Task { [self] in
+            continuation.yield(await currentStatus)
+            for await event in events {
+                if case .status(let status, _) = event { continuation.yield(status) }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    public var currentStatus: SessionStatus {
+        get async {
+            let tor = await tor.currentStatus
+            return shared.publish(tor, writing: false)
+        }
+    }
+
+    /// Waits until tor is ready (bootstrapped, SOCKS listening), up to `timeout`. False on
+    /// timeout or when tor failed.
+    public func awaitReady(timeout: Duration = .seconds(120)) async -> Bool {
+        await tor.awaitReady(timeout: timeout)
+    }
+
+    /// Checks the settings now rather than at the next interval (what SIGHUP does to `postern run`).
+    public func reloadSettings() { shared.state.withLock { $0.reloadRequested = true } }
+
+    /// Waits until tor fails on its own (true), or the session stops (false).
+    public func waitForFailure() async -> Bool {
+        for await status in await tor.statusUpdates() where status.state == .failed { return true }
+        return false
+    }
+
+    /// Starts tor on the settings' route: a fixed one, or connection assist with `auto`.
+    public func start() async throws(SessionError) {
+        guard shared.state.withLock({ state -> Bool in
+            defer { state.started = true }
+            return !state.started && !state.closed
+        }) else { throw SessionError(.stopped, kind: .usage, "a session starts once") }
+        let mode: SessionMode
+        var configuration: TorConfiguration
+        do {
+            mode = try source.mode()
+            var torOptions = options.torOptions
+            torOptions += mode.fixedPlan?.options ?? []
+            configuration = TorConfiguration(dataDirectory: options.dataDirectory, socks: socks,
+                                             bootstrapDeadline: options.stallTimeout, options: torOptions)
+        } catch let error as SessionError {
+            close()
+            throw error
+        } catch {
+            close()
+            throw SessionError(.invalidBridges, "\(error)")
+        }
+        configuration.noticeLevelLog = options.noticeLevelLog
+        if case .assist = mode {
+            // Connection assist owns stall reporting (per route); tor starts off the network and
+            // the first route switches it on.
+            configuration.bootstrapDeadline = .seconds(30 * 86_400)
+            configuration.options.append(AssistRunner.networkOff)
+        }
+        shared.state.withLock {
+            $0.mode = mode
+            $0.route = mode.fixedPlan?.route ?? "connection assist"
+        }
+        if case .fixed(let plan) = mode { emit(.fixedRoute(route: plan.route, notes: plan.notes)) }
+        eventLog?.started(route: mode.fixedPlan?.route ?? "auto")
+
+        let tor = tor
+        let eventLog = eventLog
+        let everyStatus = eventLog == nil ? nil : await tor.statusUpdates(everyChange: true)
+        let recorder = Task {
+            guard let eventLog, let everyStatus else { return }
+            for await status in everyStatus { eventLog.observe(status) }
+        }
+        let updates = await tor.statusUpdates()
+        let reporter = Task { [shared] in
+            for await status in updates {
+                let seconds = (ContinuousClock.now - shared.startedAt).seconds
+                shared.state.withLock { values in
+                    if !status.bootstrapTag.isEmpty, status.bootstrapProgress > (values.phases.last?.progress ?? -1) {
+                        values.phases.append(.init(progress: status.bootstrapProgress, tag: status.bootstrapTag,
+                                                   summary: status.bootstrapSummary, seconds: seconds))
+                    }
+                }
+                shared.emit(.status(shared.publish(status), cause: .tor))
+            }
+        }
+        shared.state.withLock { $0.tasks += [recorder, reporter] }
+
+        do {
+            try await tor.start(configuration)
+        } catch {
+            reporter.cancel()
+            recorder.cancel()
+            eventLog?.observe(await tor.currentStatus)
+            eventLog?.stopped()
+            close()
+            throw SessionError(.torDidNotStart, "tor did not start: \(error)")
+        }
+        if case .assist(let plan) = mode { await assist.start(plan) }
+        let watcher = Task { [self] in await watchSettings() }
+        shared.state.withLock { $0.watcher = watcher }
+    }
+
+    /// Stops connection assist, tor and the transports; removes the status file; ends the events.
+    public func stop() async {
+        let (tasks, watcher) = shared.state.withLock { state -> ([Task<Void, Never>], Task<Void, Never>?) in
+            defer { state.tasks = []; state.watcher = nil }
+            return (state.tasks, state.watcher)
+        }
+        // First the watcher, which may be applying a change; it finishes that change.
+        if let watcher {
+            watcher.cancel()
+            _ = await watcher.value
+        }
+        await assist.stop()
+        await tor.shutdown()
+        await transportHost.stopAll()
+        await Transports.stopPlugins()
+        for task in tasks { task.cancel() }
+        eventLog?.stopped()
+        close()
+    }
+
+    private func close() {
+        let subscribers = shared.state.withLock { state -> [AsyncStream<SessionEvent>.Continuation] in
+            state.closed = true
+            if let file = options.statusFile { try? FileManager.default.removeItem(at: file) }
+            defer { state.subscribers = [:] }
+            return Array(state.subscribers.values)
+        }
+        for continuation in subscribers { continuation.finish() }
+    }
+
+    private func emit(_ event: SessionEvent) { shared.emit(event) }
+
+    /// Settings changed meanwhile reach the running tor by SETCONF.
+    private func watchSettings() async {
+        var lastStamp = source.stamp()
+        while !Task.isCancelled {
+            try? await Task.sleep(for: options.settingsCheckInterval)
+            guard !Task.isCancelled else { return }
+            let requested = shared.state.withLock { state -> Bool in
+                defer { state.reloadRequested = false }
+                return state.reloadRequested
+            }
+            let stamp = source.stamp()
+            guard requested || stamp != lastStamp else { continue }
+            lastStamp = stamp
+            guard let mode = shared.state.withLock({ $0.mode }) else { continue }
+            do {
+                let newMode = try source.mode()
+                guard newMode != mode else { continue }
+                switch (mode, newMode) {
+                case (.assist, .assist(let plan)):
+                    await assist.replace(plan)
+                case (.fixed, .assist(let plan)):
+                    emit(.settingsApplied(.nowConnectionAssist))
+                    await assist.start(plan)
+                case (_, .fixed(let newPlan)):
+                    if case .assist = mode { await assist.stop() }
+                    try await tor.reconfigure(newPlan.options, resetting: AssistRunner.managedKeys)
+                    shared.state.withLock {
+                        $0.route = newPlan.route
+                        $0.assist = nil
+                    }
+                    emit(.settingsApplied(.nowFixed(route: newPlan.route, notes: newPlan.notes)))
+                }
+                shared.state.withLock { $0.mode = newMode }
+            } catch {
+                emit(.warning(SessionWarning(.settingsNotApplied, "settings not applied: \(error)")))
+            }
+        }
+    }
+}
+
+extension PosternSession: TorReadinessSource {
+    public func torIsReady() async -> Bool { await tor.currentStatus.isReady }
+    public func waitUntilTorReady(timeout: Duration) async -> Bool { await awaitReady(timeout: timeout) }
+}
+
+/// Runs `operation`, giving up after `limit` with a `timed-out` transport error.
+public func withDeadline<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await operation() }
+        group.addTask { try await Task.sleep(for: limit); return nil }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let value = first else {
+            throw TransportError(code: .timedOut, kind: .timeout, message: "no answer within \(limit.seconds.formatted()) s")
+        }
+        return value
+    }
+}

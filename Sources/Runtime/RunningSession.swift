@@ -1,0 +1,39 @@
+import Foundation
+import PosternCore
+
+/// A session another process runs (a `postern run`), found through the status file it publishes:
+/// its SOCKS endpoint, and its readiness read from that file. Lets a second command ride the
+/// running tor instead of starting its own (tor_api allows one per process, and two would
+/// collide on the SOCKS port and the data directory).
+public struct RunningSession: Sendable, TorReadinessSource {
+    public let statusFile: URL
+    public let pid: Int32
+    public let socks: SocksEndpoint
+
+    /// The session whose status file this is, when its process still lives; nil otherwise (no
+    /// file, a file left by a process that died, or one that does not parse).
+    public static func find(statusFile: URL) -> RunningSession? {
+        guard let record = try? RunStatusRecord.read(from: statusFile), record.pid > 0, kill(record.pid, 0) == 0,
+              let socks = try? SocksEndpoint(parsing: record.socks) else { return nil }
+        return RunningSession(statusFile: statusFile, pid: record.pid, socks: socks)
+    }
+
+    /// The latest status the session published, nil once it stopped.
+    public var record: RunStatusRecord? {
+        guard let record = try? RunStatusRecord.read(from: statusFile), record.pid == pid, kill(pid, 0) == 0 else { return nil }
+        return record
+    }
+
+    public func torIsReady() async -> Bool { record?.isReady ?? false }
+
+    /// Polls the status file (it is replaced on every change) until ready, stopped or `timeout`.
+    public func waitUntilTorReady(timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline, !Task.isCancelled {
+            guard let record else { return false }
+            if record.isReady { return true }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+        return false
+    }
+}

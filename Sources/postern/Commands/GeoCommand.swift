@@ -1,0 +1,139 @@
+import Foundation
+import PosternAppLayer
+import PosternCore
+import PosternRuntime
+
+extension Command {
+    static let geo = Command(
+        name: "geo",
+        summary: "Fetch and show the geo relay directory (Nostr relays with coordinates), through tor",
+        details: """
+        The directory is a CSV of relays with coordinates, validated (512 KiB, 5000 rows, wss hosts
+        only; one bad row rejects the file) and cached in the state directory. 'refresh' fetches it
+        through tor: a running 'postern run' when there is one, else a tor of this command's own with
+        the stored bridges and transport; with the Tor preference on, never in the clear.
+        """,
+        subcommands: [.geoRefresh, .geoShow])
+
+    /// bitchat's geo relay list.
+    static let geoDefaultURL = "https://raw.githubusercontent.com/permissionlesstech/georelays/refs/heads/main/nostr_relays.csv"
+
+    static let geoRefresh = Command(
+        name: "refresh",
+        summary: "Fetch the directory now (when due, or always with --force) and update the cache",
+        options: [
+            .value("url", "URL", "the directory's CSV (default: bitchat's geo relay list)"),
+            .flag("force", "fetch even when the cache is less than 24 h old"),
+            .value("socks", "[HOST:]PORT", "SOCKS5 listener of this command's tor (default 127.0.0.1:39050; unused when attached to 'postern run')"),
+            .value("data-dir", "DIR", "tor's data directory (default: <state dir>/tor-geo)"),
+            .value("transport", "NAME", "route for this command's tor: auto, direct or a transport name (default: the stored setting)"),
+            .value("tor-options-file", "FILE", "extra tor options, one 'Key value' a line (private test networks)"),
+            .value("builtin-bridges", "FILE", "use these bridge lines (or a JSON list) as the built-in bridges (private test networks)"),
+            .value("timeout", "SECONDS", "give up waiting for tor after this long (default 120)"),
+            .flag("json", "print the outcome as JSON"),
+        ],
+        run: { invocation in try await GeoCommand(invocation).refresh() })
+
+    static let geoShow = Command(
+        name: "show",
+        summary: "Show the cached directory, or the relays closest to a place",
+        options: [
+            .value("near", "LAT,LON", "the relays closest to these coordinates (haversine), ties by host"),
+            .value("count", "N", "with --near: how many (default 5)"),
+            .flag("json", "print the relays as JSON"),
+        ],
+        run: { invocation in try GeoCommand(invocation).show() })
+}
+
+struct GeoCommand {
+    let invocation: Invocation
+
+    init(_ invocation: Invocation) { self.invocation = invocation }
+
+    var cacheFile: URL { invocation.paths.stateDirectory.appendingPathComponent("geo-relays.csv") }
+
+    func refresh() async throws -> Int32 {
+        try invocation.requireNoPositionals()
+        let text = invocation.arguments.value("url") ?? Command.geoDefaultURL
+        guard let url = URL(string: text), ["https", "http"].contains(url.scheme?.lowercased() ?? "") else {
+            throw invocation.usageError("--url '\(text)': an http(s) URL is needed")
+        }
+        var seconds = 120.0
+        if let given = invocation.arguments.value("timeout") {
+            guard let number = Double(given), number > 0 else {
+                throw invocation.usageError("--timeout needs a positive number of seconds, not '\(given)'")
+            }
+            seconds = number
+        }
+        let tor = try await TorRoute.open(invocation, dataDirectory: invocation.paths.stateDirectory.appendingPathComponent("tor-geo"),
+                                          command: "postern geo")
+        let directory = GeoRelayDirectory(sourceURL: url, cacheFile: cacheFile, http: ProxiedHTTPClient(activation: tor.activation))
+        let ready = await tor.activation.torWanted ? await Self.waitForTor(tor.activation, seconds: seconds) : true
+        let outcome: GeoRefreshOutcome? = ready ? await directory.refresh(force: invocation.arguments.flag("force")) : nil
+        await tor.close()
+        let count = await directory.relays.count
+        let json = invocation.json
+        let output = invocation.output
+        switch outcome {
+        case nil:
+            throw CommandFailure("tor was not ready within \(Int(seconds)) s; nothing was fetched, the cache is unchanged")
+        case .fetched(let relays)?:
+            if json { output.print(#"{"outcome":"fetched","relays":\#(relays)}"#) } else { output.print("fetched \(relays) relays") }
+            return 0
+        case .notDue?:
+            if json { output.print(#"{"outcome":"not-due","relays":\#(count)}"#) } else {
+                output.print("not due: the cache (\(count) relays) is less than 24 h old; --force fetches anyway")
+            }
+            return 0
+        case .backingOff(let until)?:
+            throw CommandFailure("backing off after failures until \(until)")
+        case .skippedTorNotReady?:
+            throw CommandFailure("tor is wanted and not ready: nothing was fetched, the cache is unchanged")
+        case .failed(let error)?:
+            throw CommandFailure("fetch failed: \(error.message); the cache is unchanged")
+        }
+    }
+
+    private static func waitForTor(_ activation: NetworkActivationService, seconds: Double) async -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if await activation.routeWithoutWaiting() != nil { return true }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+        return false
+    }
+
+    func show() throws -> Int32 {
+        try invocation.requireNoPositionals()
+        var place: (GeoCoordinate, Int)?
+        if let near = invocation.arguments.value("near") {
+            let parts = near.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
+            guard parts.count == 2, let latitude = parts[0], let longitude = parts[1], (-90...90).contains(latitude),
+                  (-180...180).contains(longitude) else {
+                throw invocation.usageError("--near needs LAT,LON in degrees (e.g. 48.85,2.35), not '\(near)'")
+            }
+            var count = 5
+            if let text = invocation.arguments.value("count") {
+                guard let number = Int(text), (1...5000).contains(number) else {
+                    throw invocation.usageError("--count needs a whole number from 1 to 5000, not '\(text)'")
+                }
+                count = number
+            }
+            place = (GeoCoordinate(latitude: latitude, longitude: longitude), count)
+        }
+        guard let data = try? Data(contentsOf: cacheFile) else {
+            throw CommandFailure("no cached directory yet: 'postern geo refresh' fetches it")
+        }
+        var relays: [GeoRelay]
+        do { relays = try GeoRelayCSV.parse(data) } catch { throw CommandFailure("the cached directory is invalid: \(error.message)") }
+        if let (location, count) = place { relays = GeoRelayDirectory.closest(relays, to: location, count: count) }
+        if invocation.json {
+            struct Listing: Encodable { let url: String; let latitude: Double; let longitude: Double }
+            try invocation.output.json(relays.map { Listing(url: $0.url, latitude: $0.latitude, longitude: $0.longitude) })
+        } else {
+            invocation.output.print(Table.render(header: ["RELAY", "LATITUDE", "LONGITUDE"],
+                                                 rows: relays.map { [$0.url, String($0.latitude), String($0.longitude)] }))
+        }
+        return 0
+    }
+}
