@@ -4,7 +4,8 @@
 #   1. a direct attempt, which the censor stalls;
 #   2. the test bed's obfs4 bridge stored with `postern bridges add`, `postern transport use obfs4`,
 #      and `postern run` bootstrapping through our own obfs4 client;
-#   3. a page fetched through 127.0.0.1:39050 with remote DNS; the route and phase timings printed.
+#   3. a page fetched through 127.0.0.1:39050 with remote DNS; the route and phase timings printed;
+#   4. a short A/B of obfs4, snowflake and direct (`postern ab`), ending with its verdict.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
@@ -26,7 +27,7 @@ step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 t0=$(date +%s.%N)
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
-step "1/4 starting a private Tor network behind a censor that blocks Tor (block-tor)"
+step "1/5 starting a private Tor network behind a censor that blocks Tor (block-tor)"
 scripts/testbed down --dir "$tb_dir" >/dev/null 2>&1 || true
 scripts/testbed up --dir "$tb_dir" --censor block-tor
 # shellcheck disable=SC1091
@@ -37,19 +38,19 @@ p() { in_ns "$postern" --config-dir "$config" "$@"; }
 # (`testbed exec` and `ip netns exec` both exec) and SIGINT reaches it.
 run_cmd=(scripts/testbed exec --dir "$tb_dir" "$postern" --config-dir "$config" run --tor-options-file "$TB_CLIENT_TORRC")
 
-step "2/4 trying to reach Tor directly (the censor drops it; we give up after 10 s)"
+step "2/5 trying to reach Tor directly (the censor drops it; we give up after 10 s)"
 "${run_cmd[@]}" --transport direct --stall-timeout 10 > "$config/direct.log" 2>&1 &
 run_pid=$!
 for _ in $(seq 1 30); do grep -q "stalled:" "$config/direct.log" && break; sleep 0.5; done
 kill -INT "$run_pid" 2>/dev/null; wait "$run_pid" 2>/dev/null || true; run_pid=""
 grep "stalled:" "$config/direct.log" || { cat "$config/direct.log"; echo "demo: expected a stall" >&2; exit 1; }
 
-step "3/4 adding the obfs4 bridge (as a user pastes it) and choosing obfs4"
+step "3/5 adding the obfs4 bridge (as a user pastes it) and choosing obfs4"
 printf 'Bridge %s\n' "$TB_BRIDGE_OBFS4" | p bridges add -
 p transport use obfs4
 p bridges list
 
-step "4/4 postern run through obfs4 (our Swift obfs4 client), then a page through 127.0.0.1:39050"
+step "4/5 postern run through obfs4 (our Swift obfs4 client), then a page through 127.0.0.1:39050"
 started=$(date +%s.%N)
 "${run_cmd[@]}" > "$config/run.log" 2>&1 &
 run_pid=$!
@@ -68,9 +69,22 @@ else
 fi
 kill -INT "$run_pid" 2>/dev/null; wait "$run_pid" 2>/dev/null || true; run_pid=""
 
+step "5/5 which way in is best here? a short A/B of obfs4, snowflake and direct (3 trials each)"
+# Each trial is a child `postern run` with a fresh data directory and a SOCKS port of its own; the
+# snowflake bridge joins the stored ones for it. The table and the verdict come from the trials.
+printf 'Bridge %s\n' "$TB_BRIDGE_SNOWFLAKE" | p bridges add - >/dev/null
+ab_started=$(date +%s.%N)
+p ab obfs4 snowflake direct --trials 3 --parallel 3 --seed 15 --trial-timeout direct=15 --trial-timeout 90 \
+  --probe-url "$TB_BLOB_URL" --probe-bytes 262144 --tor-options-file "$TB_CLIENT_TORRC" --network "demo (block-tor)" \
+  > "$config/ab.log" 2> "$config/ab.err" || { cat "$config/ab.err"; echo "demo: postern ab failed" >&2; exit 1; }
+ab_s=$(since "$ab_started")
+cat "$config/ab.log"
+grep -qE "^(Best here|No clear best|No route got through)" "$config/ab.log" || { echo "demo: the A/B gave no verdict" >&2; exit 1; }
+
 step "summary"
 printf 'censor:           block-tor (direct route stalled)\n'
 printf 'route that worked: %s\n' "$(sed -n 's/^ready: .*(route: \(.*\), .*/\1/p' "$config/run.log")"
 printf 'start → ready:     %s s\n' "$ready_s"
 printf 'page fetch:        %s s (%s)\n' "$fetch_s" "$host"
+printf 'A/B (9 trials):    %s s; %s\n' "$ab_s" "$(grep -E '^(Best here|No clear best|No route got through)' "$config/ab.log")"
 printf 'whole demo:        %s s\n' "$(since "$t0")"

@@ -43,7 +43,9 @@ public struct MergedRuns: Codable, Sendable {
                 ABResult.summary(route: route, trials: trials.filter { $0.route == route },
                                  harnessErrors: errors.filter { $0.route == route }.count)
             }
-            return Network(label: label, runs: runs.map(\.id), summaries: summaries, best: ABResult.best(summaries), harnessErrors: errors.count)
+            let comparisons = ABResult.compare(routes: present, trials: trials, seed: runs.first?.seed ?? 0)
+            return Network(label: label, runs: runs.map(\.id), summaries: summaries,
+                           best: ABResult.choose(summaries, comparisons: comparisons).best, harnessErrors: errors.count)
         }
         let allTrials = results.flatMap(\.trials)
         let allErrors = results.flatMap(\.harnessErrors)
@@ -53,7 +55,7 @@ public struct MergedRuns: Codable, Sendable {
         let seed = results.first?.seed ?? 0
         let comparisons = ABResult.compare(routes: routes, trials: allTrials, seed: seed)
         var merged = MergedRuns(routes: routes, networks: networks, pooled: pooled, pooledComparisons: comparisons,
-                                pooledBest: ABResult.best(pooled), verdict: [])
+                                pooledBest: ABResult.choose(pooled, comparisons: comparisons).best, verdict: [])
         merged.verdict = merged.makeVerdict()
         return merged
     }
@@ -61,14 +63,15 @@ public struct MergedRuns: Codable, Sendable {
     private func makeVerdict() -> [String] {
         var lines: [String] = []
         for network in networks {
-            lines.append("\(network.label): " + (network.best.map { "best \($0)" } ?? "no route got through"))
+            let anyThrough = network.summaries.contains { $0.successes > 0 }
+            lines.append("\(network.label): " + (network.best.map { "best \($0)" } ?? (anyThrough ? "no clear best" : "no route got through")))
         }
         if let pooledBest {
             let everywhere = networks.allSatisfy { $0.best == pooledBest }
             lines.append("Pooled over \(networks.count) network\(networks.count == 1 ? "" : "s"): best \(pooledBest)"
                          + (everywhere ? " (best in every network)." : " (not in every network: see each one)."))
         } else {
-            lines.append("Pooled: no route got through anywhere.")
+            lines.append(pooled.contains { $0.successes > 0 } ? "Pooled: no clear best." : "Pooled: no route got through anywhere.")
         }
         for comparison in pooledComparisons where comparison.significant {
             lines.append("Pooled: " + ABResult.sentence(comparison))

@@ -313,8 +313,9 @@ public struct ABResult: Codable, Sendable {
                          harnessErrors: harnessErrors.filter { $0.route == route }.count)
         }
         comparisons = Self.compare(routes: routes, trials: trials, seed: seed)
-        best = Self.best(summaries)
-        verdict = makeVerdict()
+        let choice = Self.choose(summaries, comparisons: comparisons)
+        best = choice.best
+        verdict = makeVerdict(choice)
     }
 
     static func summary(route: String, trials mine: [Trial], harnessErrors: Int) -> RouteSummary {
@@ -353,16 +354,40 @@ public struct ABResult: Codable, Sendable {
         return comparisons
     }
 
-    /// The most reliable route that got through; among equally reliable ones, the lowest median
-    /// time to 100 %.
-    static func best(_ summaries: [RouteSummary]) -> String? {
-        summaries.filter { $0.successes > 0 }.max { lhs, rhs in
-            if lhs.successRate != rhs.successRate { return lhs.successRate < rhs.successRate }
-            return (lhs.bootstrap.median ?? .infinity) > (rhs.bootstrap.median ?? .infinity)
-        }?.route
+    /// Which route the verdict recommends, and why.
+    public struct Choice: Sendable, Equatable {
+        /// The recommended route; nil when none got through or equally reliable routes could not
+        /// be told apart.
+        public var best: String?
+        /// The routes that got through most often (one, or several tied).
+        public var mostReliable: [String]
+        /// For a best among tied routes: the figure on which it beat each of the others.
+        public var decidedBy: FigureName?
     }
 
-    private func makeVerdict() -> [String] {
+    /// The most reliable route that got through. Among equally reliable ones, one that is better
+    /// than each of the others on a figure (time to 100 %, then throughput, then probe first byte)
+    /// with a difference unlikely to be chance, and worse than none on any; otherwise no best: a
+    /// difference of medians that may be chance must not pick a route.
+    static func choose(_ summaries: [RouteSummary], comparisons: [Comparison]) -> Choice {
+        let working = summaries.filter { $0.successes > 0 }
+        guard let top = working.map(\.successRate).max() else { return Choice(best: nil, mostReliable: [], decidedBy: nil) }
+        let tied = working.filter { $0.successRate == top }.map(\.route)
+        guard tied.count > 1 else { return Choice(best: tied.first, mostReliable: tied, decidedBy: nil) }
+        let among = comparisons.filter { tied.contains($0.first) && tied.contains($0.second) && $0.significant }
+        for candidate in tied {
+            let others = tied.filter { $0 != candidate }
+            let mine = among.filter { $0.first == candidate || $0.second == candidate }
+            guard !mine.contains(where: { $0.better != candidate }) else { continue }
+            for figure in [FigureName.bootstrap, .throughput, .probeFirstByte] {
+                let beaten = Set(mine.filter { $0.figure == figure && $0.better == candidate }.map { $0.first == candidate ? $0.second : $0.first })
+                if beaten == Set(others) { return Choice(best: candidate, mostReliable: tied, decidedBy: figure) }
+            }
+        }
+        return Choice(best: nil, mostReliable: tied, decidedBy: nil)
+    }
+
+    private func makeVerdict(_ choice: Choice) -> [String] {
         var lines: [String] = []
         for summary in summaries {
             if summary.successes == 0 {
@@ -378,9 +403,16 @@ public struct ABResult: Codable, Sendable {
                 lines.append("\(summary.route): \(summary.failedAfterBootstrap) of \(summary.reachedBootstrap) trials that reached 100% then broke on the download (failures after bootstrap).")
             }
         }
-        if let best, let summary = summaries.first(where: { $0.route == best }) {
-            let tied = summaries.filter { $0.successes > 0 && $0.successRate == summary.successRate }.count > 1
-            lines.append("Best here: \(best)" + (tied ? " (as reliable as the next best, with the lowest median time to 100%)." : " (the most reliable)."))
+        if let best = choice.best {
+            if let figure = choice.decidedBy {
+                let others = choice.mostReliable.filter { $0 != best }.joined(separator: ", ")
+                let what = figure == .bootstrap ? "faster to 100%" : figure == .throughput ? "faster downloads" : "a faster first byte"
+                lines.append("Best here: \(best) (as reliable as \(others), and \(what), unlikely to be chance).")
+            } else {
+                lines.append("Best here: \(best) (the most reliable).")
+            }
+        } else if choice.mostReliable.count > 1 {
+            lines.append("No clear best: \(Self.list(choice.mostReliable)) got through equally often, and no figure tells them apart beyond chance here (more trials would tell).")
         } else if !summaries.isEmpty {
             lines.append("No route got through: try other bridges or transports.")
         }
@@ -394,6 +426,10 @@ public struct ABResult: Codable, Sendable {
             lines.append(line + "; they count for no route.")
         }
         return lines
+    }
+
+    static func list(_ names: [String]) -> String {
+        names.count <= 1 ? names.joined() : names.dropLast().joined(separator: ", ") + " and " + names.last!
     }
 
     static func sentence(_ comparison: Comparison) -> String {

@@ -163,6 +163,9 @@ public struct ProbeFetch: Sendable {
             guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
             return Int(parts[1].trimmingCharacters(in: .whitespaces))
         }.first
+        if let contentLength, contentLength < 0 {
+            throw Failure(kind: .badResponse, message: "a negative Content-Length", bodyBytes: 0)
+        }
         let wanted = min(maximumBytes, contentLength ?? maximumBytes)
         var bodyBytes = received.count - headerEnd! - 4
         progress.update { $0.bodyBytes = bodyBytes }

@@ -57,27 +57,3 @@ extension TestBedSuite {
         #expect(leftovers.stdout.isEmpty, "children still running: \(leftovers.stdout)")
     }
 }
-
-/// A TCP listener on 127.0.0.1 with a port the kernel chose, held until deinit.
-private final class HeldLoopbackPort {
-    let descriptor: Int32
-    let port: UInt16
-
-    init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard fd >= 0, bound == 0, listen(fd, 4) == 0 else {
-            if fd >= 0 { close(fd) }
-            throw POSIXError(.EADDRINUSE)
-        }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        descriptor = fd
-        port = UInt16(bigEndian: address.sin_port)
-    }
-
-    deinit { close(descriptor) }
-}

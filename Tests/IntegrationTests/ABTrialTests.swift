@@ -77,6 +77,10 @@ extension TestBedSuite {
                 // The child bound its own SOCKS port and said which; the probe used that one.
                 let readySocks = events.first { $0["event"] as? String == "ready" }?["socks"] as? String ?? ""
                 #expect(readySocks == "127.0.0.1:\(trial["socksPort"] as? Int ?? -1)", "the trial's port is the child's: \(readySocks)")
+                // Its status (run --json, kept as child.log) names the bound port too, not "auto".
+                let childLog = (try? String(contentsOf: eventsPath.deletingLastPathComponent().appendingPathComponent("child.log"), encoding: .utf8)) ?? ""
+                let readyStatus = childLog.split(separator: "\n").first { $0.contains("\"isReady\":true") } ?? ""
+                #expect(readyStatus.contains("\"socks\":\"\(readySocks)\""), "the child's ready status: \(readyStatus)")
                 #expect(trial["bootstrapSeconds"] as? Double == ready)
                 #expect(progresses.last == 100)
                 let firstByte = try #require(time(of: "first-byte"))

@@ -84,7 +84,7 @@ import Testing
     /// harness's fault (what the old parent-picks-a-port harness produced, blamed on the route).
     @Test func aTakenSocksPortIsTheHarnesss() async throws {
         defer { try? FileManager.default.removeItem(at: directory) }
-        let holder = try LoopbackListener()
+        let holder = try HeldLoopbackPort()
         guard case .failed(let reason, let code) = try await outcome(ProcessRunner.postern, socks: "127.0.0.1:\(holder.port)") else {
             Issue.record("the child did not fail on a taken port")
             return
@@ -104,30 +104,4 @@ import Testing
                                    executable: ProcessRunner.postern))
         }
     }
-}
-
-/// A TCP socket on 127.0.0.1, port chosen by the kernel, held until deinit: listening (a port
-/// another program holds) or only bound (a port where connections are refused, and that nothing
-/// else can take meanwhile).
-final class LoopbackListener {
-    let descriptor: Int32
-    let port: UInt16
-
-    init(listening: Bool = true) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard fd >= 0, bound == 0, !listening || listen(fd, 4) == 0 else {
-            if fd >= 0 { close(fd) }
-            throw POSIXError(.EADDRINUSE)
-        }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        descriptor = fd
-        port = UInt16(bigEndian: address.sin_port)
-    }
-
-    deinit { close(descriptor) }
 }

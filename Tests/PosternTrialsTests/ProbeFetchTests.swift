@@ -92,7 +92,7 @@ import Testing
 
     @Test func nothingListeningIsTheHarnesss() async throws {
         // Bound but not listening: connections are refused, and no other program can take the port.
-        let holder = try LoopbackListener(listening: false)
+        let holder = try HeldLoopbackPort(listening: false)
         defer { withExtendedLifetime(holder) {} }
         do throws(ProbeFetch.Failure) {
             _ = try await Self.probe.run(socksPort: holder.port)

@@ -75,4 +75,23 @@ import Testing
             #expect(svg.contains(label), "\(label)")
         }
     }
+
+    /// Equally reliable routes: a best only when a figure tells it apart beyond chance (the issue's
+    /// 3.05 s against 3.05 s, p = 0.90, must not name a best).
+    @Test func aTieInReliabilityNeedsAFigureToPickABest() throws {
+        func run(_ a: [Double], _ b: [Double]) -> ABResult {
+            let trials = a.enumerated().map { Fixtures.trial($0.offset * 2 + 1, "obfs4", attempt: $0.offset + 1, bootstrap: $0.element) }
+                + b.enumerated().map { Fixtures.trial($0.offset * 2 + 2, "snowflake", attempt: $0.offset + 1, bootstrap: $0.element) }
+            return ABResult(id: "tie", startedAt: Fixtures.start, finishedAt: Fixtures.start, routes: ["obfs4", "snowflake"],
+                            trialsPerRoute: a.count, parallel: 2, order: "interleaved", seed: 3, warm: false, probeURL: nil,
+                            probeBytes: 0, directory: "/tmp/tie", trials: trials)
+        }
+        let same = run([3.05, 3.02, 3.08, 3.04, 3.07], [3.06, 3.03, 3.05, 3.09, 3.01])
+        #expect(same.best == nil)
+        #expect(same.verdict.contains("No clear best: obfs4 and snowflake got through equally often, and no figure tells them apart beyond chance here (more trials would tell)."),
+                "\(same.verdict)")
+        let apart = run([3.1, 3.2, 3.0, 3.3, 3.15], [8.0, 7.5, 9.1, 8.4, 7.9])
+        #expect(apart.best == "obfs4")
+        #expect(apart.verdict.contains("Best here: obfs4 (as reliable as snowflake, and faster to 100%, unlikely to be chance)."), "\(apart.verdict)")
+    }
 }
