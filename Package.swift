@@ -80,7 +80,7 @@ let package = Package(
                 path: "Sources/Runtime"),
         // h-runtime (issue 13): the app layer on top of the session: HTTP(S) and WebSocket through
         // its SOCKS port (libcurl), Nostr relays and NIP-17, the geo relay directory.
-        .target(name: "PosternAppLayer", dependencies: ["PosternCore", "PosternRuntime", "BridgeConfig", "CCurl", "CSecp256k1", "CSodium"],
+        .target(name: "PosternAppLayer", dependencies: ["PosternCore", "PosternRuntime", "BridgeConfig", "TransportBase", "CCurl", "CSecp256k1", "CSodium"],
                 path: "Sources/AppLayer"),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
