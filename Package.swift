@@ -80,7 +80,7 @@ let package = Package(
                 path: "Sources/Runtime"),
         // The app layer on top of the session: HTTP(S) and WebSocket through
         // its SOCKS port (libcurl), Nostr relays and NIP-17, the geo relay directory.
-        .target(name: "PosternAppLayer", dependencies: ["PosternCore", "PosternRuntime", "BridgeConfig", "CCurl", "CSecp256k1", "CSodium"],
+        .target(name: "PosternAppLayer", dependencies: ["PosternCore", "PosternRuntime", "BridgeConfig", "TransportBase", "CCurl", "CSecp256k1", "CSodium"],
                 path: "Sources/AppLayer"),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
@@ -106,7 +106,7 @@ let package = Package(
         .testTarget(name: "WebtunnelTests", dependencies: ["WebtunnelTransport", "TransportBase", "TransportTestSupport"], path: "Tests/WebtunnelTests"),
         .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport", "TransportBase", "PosternTestSupport"], path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "CoreTests", dependencies: ["PosternCore", "PosternAppLayer", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
+        .testTarget(name: "CoreTests", dependencies: ["PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
                     exclude: ["Vectors"]),
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),

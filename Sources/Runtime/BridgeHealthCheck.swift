@@ -64,6 +64,24 @@ public struct BridgeHealthCheck: Sendable {
         self.policy = policy
     }
 
+    /// The built-in bridges, named "builtin-<transport>-<n>", transports in name order.
+    public static func candidates(builtins: BuiltinBridges) -> [Candidate] {
+        builtins.transports.sorted().flatMap { transport in
+            builtins.lines(for: transport).enumerated().map { Candidate(id: "builtin-\(transport.rawValue)-\($0.offset + 1)", line: $0.element) }
+        }
+    }
+
+    /// Stored bridges by store ID: the enabled ones (all with `includeDisabled`), or exactly `ids`
+    /// in their order (unknown IDs are left out: check them first).
+    public static func candidates(_ configuration: BridgeConfiguration, ids: [BridgeID]? = nil,
+                                  includeDisabled: Bool = false) -> [Candidate] {
+        if let ids {
+            return ids.compactMap { id in configuration.bridge(id).map { Candidate(id: id.rawValue, line: $0.line) } }
+        }
+        let bridges = includeDisabled ? configuration.bridges : configuration.bridges.filter(\.isEnabled)
+        return bridges.map { Candidate(id: $0.id.rawValue, line: $0.line) }
+    }
+
     /// Whether this build has a client for the line's transport (vanilla needs none).
     public func canTest(_ line: BridgeLine) -> Bool {
         line.transport.isVanilla || TransportBase.TransportName(line.transport.rawValue).flatMap { registry.transport(named: $0) } != nil

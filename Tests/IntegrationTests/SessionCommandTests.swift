@@ -84,6 +84,12 @@ extension TestBedSuite {
         defer { run.terminate() }
         let ready = try await run.waitForLine(containing: "ready: socks5 127.0.0.1:39151", timeout: 120)
         try #require(ready != nil, "output: \(run.output)")
+        // SIGHUP asks the run to check its settings now; it keeps running (twice: the second one too).
+        kill(run.processIdentifier, SIGHUP)
+        try await Task.sleep(for: .milliseconds(600))
+        kill(run.processIdentifier, SIGHUP)
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(run.isRunning, "output: \(run.output)")
         let keys = try makeKeys(in: state)
         let postern = ProcessRunner.postern
 

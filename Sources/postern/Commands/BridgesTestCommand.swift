@@ -155,28 +155,19 @@ struct BridgesTestCommand {
             guard arguments.positionals.isEmpty, !arguments.flag("all") else {
                 throw invocation.usageError("--builtin tests the built-in bridges: give no IDs and no --all with it")
             }
-            let builtins = try BuiltinBridges.bundled()
-            var candidates: [Candidate] = []
-            for transport in builtins.transports.sorted() {
-                for (index, line) in builtins.lines(for: transport).enumerated() {
-                    candidates.append(Candidate(id: "builtin-\(transport.rawValue)-\(index + 1)", line: line))
-                }
-            }
-            return candidates
+            return BridgeHealthCheck.candidates(builtins: try BuiltinBridges.bundled())
         }
         let configuration: BridgeConfiguration
         do { configuration = try invocation.bridgeStore().load() } catch { throw CommandFailure(error.message) }
         if !arguments.positionals.isEmpty {
             guard !arguments.flag("all") else { throw invocation.usageError("give bridge IDs or --all, not both") }
-            return try invocation.bridgeIDs().map { id in
-                guard let bridge = configuration.bridge(id) else {
-                    throw CommandFailure("there is no bridge with the ID \(id) (see 'postern bridges list')")
-                }
-                return Candidate(id: id.rawValue, line: bridge.line)
+            let ids = try invocation.bridgeIDs()
+            if let missing = ids.first(where: { configuration.bridge($0) == nil }) {
+                throw CommandFailure("there is no bridge with the ID \(missing) (see 'postern bridges list')")
             }
+            return BridgeHealthCheck.candidates(configuration, ids: ids)
         }
-        let bridges = arguments.flag("all") ? configuration.bridges : configuration.bridges.filter(\.isEnabled)
-        return bridges.map { Candidate(id: $0.id.rawValue, line: $0.line) }
+        return BridgeHealthCheck.candidates(configuration, includeDisabled: arguments.flag("all"))
     }
 
     /// A real bootstrap through this bridge alone, in a child `postern run`.

@@ -63,26 +63,7 @@ struct NostrSession: Sendable {
 
     func loadOrCreateKey() throws -> NostrKeyPair {
         let path = invocation.arguments.value("key-file") ?? invocation.paths.configDirectory.appendingPathComponent("nostr-key").path
-        if let text = try? String(contentsOfFile: path, encoding: .utf8) {
-            do {
-                return try NostrKeyPair(secretKeyHex: text.trimmingCharacters(in: .whitespacesAndNewlines))
-            } catch {
-                throw CommandFailure("key file \(path): \(error.message)")
-            }
-        }
-        let keys = NostrKeyPair.generate()
-        let directory = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: directory.isEmpty ? "." : directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let temporary = path + ".tmp-\(getpid())"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw CommandFailure("cannot create key file \(path): \(String(cString: strerror(errno)))") }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        try handle.write(contentsOf: Data((keys.secretKey.map { String(format: "%02x", $0) }.joined() + "\n").utf8))
-        try handle.synchronize()
-        try handle.close()
-        guard rename(temporary, path) == 0 else { throw CommandFailure("cannot create key file \(path)") }
-        return keys
+        do { return try NostrKeyFile.loadOrCreate(at: path) } catch { throw CommandFailure(error.message) }
     }
 
     private var timeout: Double {
@@ -151,23 +132,13 @@ struct NostrSession: Sendable {
         let keys = try loadOrCreateKey()
         let wrap = try NIP17.giftWrap(message: message, from: keys, to: recipient.lowercased())
         let (tor, manager) = try await start()
-        let waiting = Task { () -> [String] in
-            var accepted: [String] = []
-            for await message in manager.messages {
-                if case .ok(wrap.id, let ok, let text, let relay) = message {
-                    if ok { accepted.append(relay); break }
-                    invocation.output.error("postern nostr send: \(relay) refused: \(text)")
-                }
-            }
-            return accepted
+        let output = invocation.output
+        let accepted = await manager.publish(wrap, awaitingAcceptanceFor: .milliseconds(Int64(seconds * 1000))) { relay, text in
+            output.error("postern nostr send: \(relay) refused: \(text)")
         }
-        await manager.publish(wrap)
-        let timer = Task { try await Task.sleep(for: .seconds(seconds)); waiting.cancel() }
-        let accepted = await waiting.value
-        timer.cancel()
         await manager.disconnect()
         await tor.close()
-        guard let relay = accepted.first else { throw CommandFailure("no relay accepted the message within \(Int(seconds)) s") }
+        guard let relay = accepted else { throw CommandFailure("no relay accepted the message within \(Int(seconds)) s") }
         if invocation.json {
             invocation.output.print("{\"sent\":\"\(wrap.id)\",\"relay\":\"\(relay)\"}")
         } else {
@@ -193,21 +164,20 @@ struct NostrSession: Sendable {
         let seconds = try timeout
         let keys = try loadOrCreateKey()
         let (tor, manager) = try await start()
-        await manager.subscribe(id: "postern-inbox", filterJSON: "{\"kinds\":[1059],\"#p\":[\"\(keys.publicKeyHex)\"]}")
+        let inbox = await manager.privateMessages(for: keys)
         if !invocation.json { invocation.output.print("listening as \(keys.publicKeyHex)") }
         let reader = Task { () -> Int in
-            var seen = Set<String>()
-            for await message in manager.messages {
-                guard case .event(_, let event, _) = message, seen.insert(event.id).inserted else { continue }
-                guard let (sender, rumor) = try? NIP17.unwrap(event, recipient: keys) else { continue }
+            var count = 0
+            for await message in inbox {
+                count += 1
                 if invocation.json {
-                    invocation.output.print("{\"from\":\"\(sender)\",\"created_at\":\(rumor.createdAt),\"message\":\(jsonString(rumor.content))}")
+                    invocation.output.print("{\"from\":\"\(message.sender)\",\"created_at\":\(message.createdAt),\"message\":\(jsonString(message.content))}")
                 } else {
-                    invocation.output.print("from \(sender): \(rumor.content)")
+                    invocation.output.print("from \(message.sender): \(message.content)")
                 }
-                if let limit, seen.count >= limit { break }
+                if let limit, count >= limit { break }
             }
-            return seen.count
+            return count
         }
         let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
         let interrupter = Task {

@@ -90,8 +90,8 @@ struct RunCommand {
         let hangups = SignalWaiter(signals: [SIGHUP])
         let hangupForwarder = Task {
             while !Task.isCancelled {
-                await hangups.wait()
-                session.reloadSettings()
+                try? await Task.sleep(for: .milliseconds(250))
+                if hangups.consume() { session.reloadSettings() }
             }
         }
         // Either a signal arrives or the core fails on its own.

@@ -5,44 +5,33 @@ import PosternCore
 import PosternRuntime
 import Synchronization
 
-/// The tor an app-layer command (`nostr`, `geo`) goes through: a running `postern run` when its
-/// status file shows one (no second tor), else a session of its own on the stored settings, or
-/// none when the Tor preference is off (then the app layer goes direct).
+/// The tor an app-layer command (`nostr`, `geo`) goes through (``AppTor``: a running `postern run`,
+/// else a session of its own on the stored settings), with what the user must know on stderr.
 struct TorRoute: Sendable {
-    enum Kind: Sendable {
-        case attached(RunningSession)
-        case own(PosternSession)
-        case preferenceOff
-    }
-
-    let kind: Kind
-    let activation: NetworkActivationService
+    let tor: AppTor
     private let reporter: Task<Void, Never>?
+    var activation: NetworkActivationService { tor.activation }
 
     static func open(_ invocation: Invocation, dataDirectory: URL, command: String) async throws -> TorRoute {
         let output = invocation.output
-        let store = try invocation.bridgeStore()
-        if let running = RunningSession.find(statusFile: invocation.paths.runStatusFile) {
-            output.error("\(command): using the tor of the running 'postern run' (pid \(running.pid)) at socks5 \(running.socks)")
-            return TorRoute(kind: .attached(running), activation: NetworkActivationService(running: running, store: store), reporter: nil)
-        }
         let options = try invocation.sessionOptions(defaultDataDirectory: dataDirectory)
         let settings = try invocation.sessionSettings()
-        let torWanted = (try? store.load().torEnabled) ?? true
-        guard torWanted else {
-            return TorRoute(kind: .preferenceOff, activation: NetworkActivationService(store: store, readiness: TorManager(), socks: options.socks),
-                            reporter: nil)
-        }
-        let plugins = (try? store.load().plugins) ?? []
-        let registry = try Transports.registry(plugins: plugins, stateLocation: dataDirectory)
-        let session: PosternSession
+        let plugins = (try? settings.load().plugins) ?? []
+        let tor: AppTor
         do {
-            session = try PosternSession(settings: settings, transports: registry, options: options)
-        } catch {
+            tor = try AppTor.attachOrPrepare(statusFile: invocation.paths.runStatusFile, settings: settings, options: options) {
+                try Transports.registry(plugins: plugins, stateLocation: dataDirectory)
+            }
+        } catch let error as SessionError {
             throw CommandFailure(error.message)
         }
+        guard case .own(let session) = tor.source else {
+            if case .attached(let running) = tor.source {
+                output.error("\(command): using the tor of the running 'postern run' (pid \(running.pid)) at socks5 \(running.socks)")
+            }
+            return TorRoute(tor: tor, reporter: nil)
+        }
         let events = session.events()
-        // Only what the user must know goes to stderr: where tor got through, and problems.
         let reporter = Task {
             var announced = false
             for await event in events {
@@ -60,19 +49,17 @@ struct TorRoute: Sendable {
             }
         }
         do {
-            try await session.start()
+            try await tor.start()
         } catch {
             await reporter.value
             throw CommandFailure(error.message)
         }
-        return TorRoute(kind: .own(session), activation: NetworkActivationService(session: session), reporter: reporter)
+        return TorRoute(tor: tor, reporter: reporter)
     }
 
     /// Stops this command's own tor (an attached one keeps running).
     func close() async {
-        if case .own(let session) = kind {
-            await session.stop()
-            await reporter?.value
-        }
+        await tor.stop()
+        await reporter?.value
     }
 }
