@@ -37,13 +37,19 @@ public final class PeerProcess: @unchecked Sendable {
     }
 
     /// Waits for a line starting with `prefix` and returns its remainder.
+    ///
+    /// The output is looked at once more after the deadline or the peer's exit: on a loaded
+    /// machine this task may not run again until well after the deadline (other tests' blocking
+    /// waits hold the cooperative threads), and the line that came meanwhile counts. Without that
+    /// last look, tests failed with "never printed 'PORT '" next to an output showing the line.
     public func waitForLine(prefix: String, timeout: Double = 20) async throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let line = output.first(where: { $0.hasPrefix(prefix) }) { return String(line.dropFirst(prefix.count)) }
-            if !process.isRunning { break }
+        func found() -> String? { output.first { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) } }
+        while Date() < deadline, process.isRunning {
+            if let line = found() { return line }
             try await Task.sleep(for: .milliseconds(50))
         }
+        if let line = found() { return line }
         throw PeerError(message: "peer never printed '\(prefix)'; output: \(output)")
     }
 
