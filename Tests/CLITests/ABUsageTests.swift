@@ -8,7 +8,7 @@ import Testing
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-ab-usage-\(UUID())")
 
     private func postern(_ arguments: [String]) throws -> ProcessResult {
-        try ProcessRunner.run(ProcessRunner.postern, arguments + ["--config-dir", directory.path])
+        try ProcessRunner.runBlocking(ProcessRunner.postern, arguments + ["--config-dir", directory.path])
     }
 
     @Test func abHelpNamesRoutesOptionsAndHistory() throws {

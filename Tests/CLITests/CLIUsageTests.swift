@@ -5,7 +5,7 @@ import Testing
 /// The CLI as a user meets it: help on every command, usage errors exit 64 on stderr.
 @Suite struct CLIUsageTests {
     private func postern(_ arguments: String...) throws -> ProcessResult {
-        try ProcessRunner.run(ProcessRunner.postern, arguments)
+        try ProcessRunner.runBlocking(ProcessRunner.postern, arguments)
     }
 
     @Test func topLevelHelpListsCommands() throws {
@@ -35,7 +35,7 @@ import Testing
                       ["run", "--socks"], ["run", "--socks", "0.0.0.0:9050"], ["run", "--stall-timeout", "-3"],
                       ["geo"], ["geo", "show", "--near", "91,0"], ["geo", "refresh", "--url", "ftp://x/y"], ["geo", "refresh", "--timeout", "0"]])
     func usageErrorsExit64(_ arguments: [String]) throws {
-        let result = try ProcessRunner.run(ProcessRunner.postern, arguments)
+        let result = try ProcessRunner.runBlocking(ProcessRunner.postern, arguments)
         #expect(result.status == 64, "\(arguments): \(result.stderr)")
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.contains("postern"))
@@ -66,7 +66,7 @@ import Testing
         try bytes.write(to: tampered)
 
         let prefix = directory.appendingPathComponent("prefix")
-        let result = try ProcessRunner.run(URL(fileURLWithPath: "/bin/bash"),
+        let result = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/bin/bash"),
                                            [script.path, "--tarball", tampered.path, "--prefix", prefix.path])
         #expect(result.status == 1)
         #expect(result.stderr.contains("SHA-256 mismatch"))
@@ -74,7 +74,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: prefix.path), "nothing may be installed from a bad tarball")
 
         if FileManager.default.fileExists(atPath: genuine.path) {
-            let verified = try ProcessRunner.run(URL(fileURLWithPath: "/bin/bash"), [script.path, "--verify-only", genuine.path])
+            let verified = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/bin/bash"), [script.path, "--verify-only", genuine.path])
             #expect(verified.status == 0, "\(verified.stderr)")
         }
     }

@@ -143,7 +143,7 @@ import Testing
         let cert = "tUKKU8cSnvHFdeytUFPi9+Cqaw3fWpvmyFyHQMPmWQ9zUjINSTdG9sMySEqtoAuAQEF9YA"
         let bridge = "obfs4 127.0.0.3:9 \(fingerprint) cert=\(cert) iat-mode=0"
         for command in [["bridges", "add", bridge], ["relays", "add", "relay.example.org"], ["transport", "use", "obfs4"]] {
-            let result = try ProcessRunner.run(ProcessRunner.postern, command + ["--config-dir", config.path])
+            let result = try await ProcessRunner.run(ProcessRunner.postern, command + ["--config-dir", config.path])
             #expect(result.status == 0, "\(command): \(result.stderr)")
         }
 

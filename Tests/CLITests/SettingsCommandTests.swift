@@ -36,7 +36,7 @@ import Testing
         }
 
         func run(_ arguments: [String], stdin: String? = nil) throws -> ProcessResult {
-            try ProcessRunner.run(ProcessRunner.postern, arguments + ["--config-dir", directory.path], stdin: stdin)
+            try ProcessRunner.runBlocking(ProcessRunner.postern, arguments + ["--config-dir", directory.path], stdin: stdin)
         }
 
         /// `bridges list --json`, parsed.
@@ -376,7 +376,7 @@ import Testing
         #expect(qr.status == 0, "\(qr.stderr)")
 
         let content = #"["\#(Self.line1)","\#(Self.line2)","\#(Self.line3)"]"#
-        let reference = try ProcessRunner.run(qrencode, ["-t", "UTF8", "-m", "4", "-l", "L", content])
+        let reference = try ProcessRunner.runBlocking(qrencode, ["-t", "UTF8", "-m", "4", "-l", "L", content])
         #expect(reference.status == 0)
         #expect(qr.stdout == reference.stdout)
 
@@ -393,7 +393,7 @@ import Testing
             image += String(repeating: line, count: scale)
         }
         let file = try sandbox.write(image, named: "qr.pbm")
-        let decoded = try ProcessRunner.run(zbarimg, ["--raw", "-q", file.path])
+        let decoded = try ProcessRunner.runBlocking(zbarimg, ["--raw", "-q", file.path])
         #expect(decoded.status == 0, "\(decoded.stderr)")
         #expect(decoded.stdout == content + "\n")
 

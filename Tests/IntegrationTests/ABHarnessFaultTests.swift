@@ -53,7 +53,7 @@ extension TestBedSuite {
         #expect(result.verdict.last?.contains("failed for reasons of the harness, not the route") == true)
         #expect(!result.verdict.contains { $0.contains("(the most reliable)") }, "neither route is more reliable than the other")
         // The planted tries' children never got a core going; nothing of theirs is left running.
-        let leftovers = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/pgrep"), ["-f", directory.path])
+        let leftovers = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/pgrep"), ["-f", directory.path])
         #expect(leftovers.stdout.isEmpty, "children still running: \(leftovers.stdout)")
     }
 }

@@ -14,14 +14,14 @@ extension TestBedSuite {
         defer { try? bed.setCensor("none") }
         let config = TestBed.temporaryDirectory("ab")
         defer { try? FileManager.default.removeItem(at: config) }
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path,
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path,
                                                                 bed["TB_BRIDGE_OBFS4"], snowflake])
         try #require(add.status == 0, "bridges add: \(add.stdout) \(add.stderr)")
         let svgFile = config.appendingPathComponent("chart.svg")
         let ooniFile = config.appendingPathComponent("trials.ooni.jsonl")
 
         let started = ContinuousClock.now
-        let run = try ProcessRunner.run(ProcessRunner.postern, [
+        let run = try await ProcessRunner.run(ProcessRunner.postern, [
             "ab", "obfs4", "snowflake", "direct", "--trials", "5", "--parallel", "3", "--seed", "8",
             "--trial-timeout", "direct=20", "--trial-timeout", "90",
             "--probe-url", bed["TB_BLOB_URL"], "--probe-bytes", "1048576",
@@ -132,7 +132,7 @@ extension TestBedSuite {
         let measurements = try String(contentsOf: ooniFile, encoding: .utf8).split(separator: "\n")
         #expect(measurements.count == 15)
         let schema = ProcessRunner.packageRoot.appendingPathComponent("Tests/PosternTrialsTests/Schemas/ooni-tor-measurement.schema.json")
-        let validation = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", """
+        let validation = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/python3"), ["-c", """
             import json, sys, jsonschema
             validator = jsonschema.Draft202012Validator(json.load(open(sys.argv[1])))
             errors = [e.message for line in open(sys.argv[2]) for e in validator.iter_errors(json.loads(line))]
@@ -145,7 +145,7 @@ extension TestBedSuite {
         let resultFile = directory.appendingPathComponent("result.json")
         let attributes = try FileManager.default.attributesOfItem(atPath: resultFile.path)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
-        let history = try ProcessRunner.run(ProcessRunner.postern, ["ab", "history", "--json", "--config-dir", config.path])
+        let history = try await ProcessRunner.run(ProcessRunner.postern, ["ab", "history", "--json", "--config-dir", config.path])
         #expect(history.status == 0)
         #expect(history.stdout.contains(directory.lastPathComponent))
 

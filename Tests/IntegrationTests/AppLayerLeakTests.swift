@@ -26,7 +26,7 @@ private final class Capture: @unchecked Sendable {
     }
 
     func packets() throws -> [Packet] {
-        let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/tshark"),
+        let result = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/bin/tshark"),
                                            ["-r", file.path, "-T", "fields", "-E", "separator=,", "-e", "frame.time_epoch",
                                             "-e", "ip.src", "-e", "ip.dst", "-e", "tcp.dstport", "-e", "udp.dstport"])
         #expect(result.status == 0, "tshark: \(result.stderr)")
@@ -173,7 +173,7 @@ extension TestBedSuite {
 /// Packets the censor dropped so far (its `counter drop` rules). Only clients (not the network's
 /// group) are dropped, and in this test the only client talking to the tor network is our core.
 private func censorDropCount() throws -> Int {
-    let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/sbin/nft"), ["list", "ruleset"])
+    let result = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/sbin/nft"), ["list", "ruleset"])
     #expect(result.status == 0, "nft: \(result.stderr)")
     var total = 0
     for line in result.stdout.split(separator: "\n") where line.contains("drop") {

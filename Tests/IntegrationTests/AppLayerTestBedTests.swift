@@ -27,7 +27,7 @@ func startInbox(_ manager: NostrRelayManager) -> (RelayInbox, Task<Void, Never>)
 }
 
 private func runPython(_ arguments: [String], stdin: String? = nil) throws -> ProcessResult {
-    try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"),
+    try ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/bin/env"),
                           ["python3", PeerProcess.peersDirectory.appendingPathComponent("nip17_peer.py").path] + arguments, stdin: stdin)
 }
 

@@ -30,9 +30,9 @@ extension TestBedSuite {
         servers[5].stop()
 
         let lines = [bed["TB_BRIDGE_OBFS4"], bed["TB_BRIDGE_VANILLA"], snowflake] + healthy + [stopped, wrongCert]
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path] + lines)
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path] + lines)
         try #require(add.status == 0, "bridges add: \(add.stdout) \(add.stderr)")
-        let list = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "list", "--json", "--unsafe-logging", "--config-dir", config.path])
+        let list = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "list", "--json", "--unsafe-logging", "--config-dir", config.path])
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [String: Any])
         var idByLine: [String: String] = [:]
         for bridge in listed["bridges"] as? [[String: Any]] ?? [] {
@@ -43,7 +43,7 @@ extension TestBedSuite {
         try #require(idByLine.count == 10)
 
         let started = ContinuousClock.now
-        let run = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", "--json", "--timeout", "4", "--parallel", "10",
+        let run = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", "--json", "--timeout", "4", "--parallel", "10",
                                                                 "--config-dir", config.path])
         let elapsed = ContinuousClock.now - started
         print("bridges test of 10 bridges: \(elapsed)\n\(run.stdout)")
@@ -75,7 +75,7 @@ extension TestBedSuite {
         #expect(obfs4Handshakes.filter { $0 == "ok" }.count == 6)
 
         // Scrubbed: no address, fingerprint or cert in the report, text or JSON.
-        let text = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", stoppedID, wrongCertID, "--timeout", "3",
+        let text = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", stoppedID, wrongCertID, "--timeout", "3",
                                                                  "--config-dir", config.path])
         #expect(text.status == 1)
         #expect(text.stdout.contains("DEAD: refused") && text.stdout.contains(stoppedID), "table: \(text.stdout)")
@@ -92,9 +92,9 @@ extension TestBedSuite {
         defer { try? bed.setCensor("none") }
         let config = TestBed.temporaryDirectory("bridges-test-bootstrap")
         defer { try? FileManager.default.removeItem(at: config) }
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, bed["TB_BRIDGE_OBFS4"]])
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, bed["TB_BRIDGE_OBFS4"]])
         try #require(add.status == 0)
-        let run = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", "--json", "--bootstrap", "--bootstrap-timeout", "60",
+        let run = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", "--json", "--bootstrap", "--bootstrap-timeout", "60",
                                                                 "--tor-options-file", bed["TB_CLIENT_TORRC"], "--config-dir", config.path])
         #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])

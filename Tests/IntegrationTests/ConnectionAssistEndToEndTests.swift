@@ -18,7 +18,7 @@ extension TestBedSuite {
             config = TestBed.temporaryDirectory(name)
             try "\(bed["TB_BRIDGE_OBFS4"])\n\(bed["TB_BRIDGE_SNOWFLAKE"])\n".write(to: builtins, atomically: true, encoding: .utf8)
             if storeObfs4 {
-                let add = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, bed["TB_BRIDGE_OBFS4"]])
+                let add = try ProcessRunner.runBlocking(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, bed["TB_BRIDGE_OBFS4"]])
                 #expect(add.status == 0, "bridges add: \(add.stdout) \(add.stderr)")
             }
         }
@@ -31,7 +31,7 @@ extension TestBedSuite {
 
         /// `postern status --json` of the running run.
         func status() throws -> [String: Any] {
-            let result = try ProcessRunner.run(ProcessRunner.postern, ["status", "--json", "--config-dir", config.path])
+            let result = try ProcessRunner.runBlocking(ProcessRunner.postern, ["status", "--json", "--config-dir", config.path])
             return (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]) ?? [:]
         }
 
@@ -229,7 +229,7 @@ extension TestBedSuite {
         let status = try setup.status()
         #expect(status["bootstrapDidStall"] as? Bool == true, "status: \(status)")
         #expect((status["assist"] as? [String: Any])?["allFailed"] as? Bool == true)
-        let text = try ProcessRunner.run(ProcessRunner.postern, ["status", "--config-dir", setup.config.path])
+        let text = try await ProcessRunner.run(ProcessRunner.postern, ["status", "--config-dir", setup.config.path])
         #expect(text.stdout.contains("every route failed"), "\(text.stdout)")
 
         let secondPass = try await run.waitForLine(containing: "(route 1 of 2, pass 2)", timeout: 20)

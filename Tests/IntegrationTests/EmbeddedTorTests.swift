@@ -196,7 +196,7 @@ import Testing
         let readyLine = try await run.waitForLine(containing: "ready: socks5 127.0.0.1:39065", timeout: 90)
         #expect(readyLine != nil, "output so far: \(run.output)")
 
-        let status = try ProcessRunner.run(ProcessRunner.postern, ["status", "--json", "--config-dir", config.path])
+        let status = try await ProcessRunner.run(ProcessRunner.postern, ["status", "--json", "--config-dir", config.path])
         #expect(status.status == 0)
         #expect(status.stdout.contains(#""isReady":true"#))
 

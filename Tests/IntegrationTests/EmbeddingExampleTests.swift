@@ -14,7 +14,7 @@ extension TestBedSuite {
         environment["PATH"] = (environment["PATH"].map { $0 + ":" } ?? "") + "/opt/swift/usr/bin"
         // scripts/run-tests.sh builds it before the test bed starts; here it is up to date.
         let started = ContinuousClock.now
-        let built = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["swift", "build", "--package-path", example.path],
+        let built = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"), ["swift", "build", "--package-path", example.path],
                                           environment: environment)
         try #require(built.status == 0, "swift build: \(built.stdout.suffix(3000)) \(built.stderr.suffix(3000))")
         print("example package: swift build took \(ContinuousClock.now - started)")
@@ -28,7 +28,7 @@ extension TestBedSuite {
         defer { relayPeer.stop() }
         _ = try await relayPeer.port()
         let bobKey = state.appendingPathComponent("bob.key").path
-        let bobPublic = try ProcessRunner.run(ProcessRunner.postern, ["nostr", "key", "--key-file", bobKey]).stdout
+        let bobPublic = try await ProcessRunner.run(ProcessRunner.postern, ["nostr", "key", "--key-file", bobKey]).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let bobSecret = try String(contentsOfFile: bobKey, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
 
@@ -36,12 +36,12 @@ extension TestBedSuite {
         environment["EMBED_SOCKS_PORT"] = "39152"
         environment["EMBED_TOR_OPTIONS"] = bed["TB_CLIENT_TORRC"]
         environment["TMPDIR"] = state.path
-        let sent = try ProcessRunner.run(example.appendingPathComponent(".build/debug/EmbedNostr"),
+        let sent = try await ProcessRunner.run(example.appendingPathComponent(".build/debug/EmbedNostr"),
                                          ["ws://\(bed["TB_ONION_HOST"])", bobPublic], environment: environment,
                                          stdin: "Bridge \(bridge)\nhello from an embedded session\n")
         #expect(sent.status == 0, "example: \(sent.stdout) \(sent.stderr)")
         #expect(sent.stdout.hasPrefix("sent "), "\(sent.stdout)")
-        let opened = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"),
+        let opened = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"),
                                            ["python3", PeerProcess.peersDirectory.appendingPathComponent("nip17_peer.py").path, "read",
                                             "ws://\(bed["TB_ONION_TARGET_ADDR"]):\(bed["TB_ONION_TARGET_PORT"])", bobSecret, "20"])
         #expect(opened.stdout.contains("MESSAGE hello from an embedded session"), "nostr-sdk: \(opened.stdout) \(opened.stderr)")

@@ -72,7 +72,7 @@ final class GroupPacketLog: @unchecked Sendable {
 
     /// Packets the client rule matched so far (nftables' own count, to compare with the capture).
     func clientRuleCount() throws -> Int {
-        let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/sbin/nft"), ["list", "table", "inet", table])
+        let result = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/sbin/nft"), ["list", "table", "inet", table])
         guard let line = result.stdout.split(separator: "\n").first(where: { $0.contains("meta skgid") }) else { return -1 }
         let words = line.split(separator: " ")
         guard let index = words.firstIndex(of: "packets"), index + 1 < words.count else { return -1 }
@@ -84,8 +84,8 @@ final class GroupPacketLog: @unchecked Sendable {
     /// Stops the capture and removes both tables. Safe to call twice.
     func remove() {
         stopCapture()
-        _ = try? ProcessRunner.run(URL(fileURLWithPath: "/usr/sbin/nft"), ["delete", "table", "inet", holdTable])
-        _ = try? ProcessRunner.run(URL(fileURLWithPath: "/usr/sbin/nft"), ["delete", "table", "inet", table])
+        _ = try? ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/sbin/nft"), ["delete", "table", "inet", holdTable])
+        _ = try? ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/sbin/nft"), ["delete", "table", "inet", table])
     }
 
     var dumpcapLog: String { dumpcap.logText }
@@ -105,7 +105,7 @@ final class GroupPacketLog: @unchecked Sendable {
     func packets() throws -> [Packet] {
         let fields = ["frame.time_epoch", "nflog.prefix", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "ip.proto",
                       "tcp.srcport", "tcp.dstport", "udp.srcport", "udp.dstport"]
-        let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/tshark"),
+        let result = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/bin/tshark"),
                                            ["-r", file.path, "-T", "fields", "-E", "separator=|"] + fields.flatMap { ["-e", $0] })
         #expect(result.status == 0, "tshark: \(result.stderr)")
         return result.stdout.split(separator: "\n").compactMap { line in
@@ -120,7 +120,7 @@ final class GroupPacketLog: @unchecked Sendable {
     }
 
     private static func nft(_ ruleset: String) throws {
-        let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/sbin/nft"), ["-f", "-"], stdin: ruleset)
+        let result = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/sbin/nft"), ["-f", "-"], stdin: ruleset)
         #expect(result.status == 0, "nft: \(result.stderr)\n\(ruleset)")
     }
 }
@@ -238,7 +238,7 @@ extension TestBed {
 
     /// `scripts/testbed status`: 0 when every recorded process is alive.
     func statusCode() throws -> Int32 {
-        try ProcessRunner.run(Self.script, ["status", "--dir", directory]).status
+        try ProcessRunner.runBlocking(Self.script, ["status", "--dir", directory]).status
     }
 }
 

@@ -95,9 +95,9 @@ extension TestBedSuite {
         let config = work.appendingPathComponent("config")
 
         // The Tor preference is on (it is the default; set it explicitly so the run cannot pass by accident).
-        let preference = try ProcessRunner.run(ProcessRunner.postern, ["tor", "on", "--config-dir", config.path])
+        let preference = try await ProcessRunner.run(ProcessRunner.postern, ["tor", "on", "--config-dir", config.path])
         #expect(preference.status == 0, "postern tor on: \(preference.stderr)")
-        let shown = try ProcessRunner.run(ProcessRunner.postern, ["tor", "--json", "--config-dir", config.path])
+        let shown = try await ProcessRunner.run(ProcessRunner.postern, ["tor", "--json", "--config-dir", config.path])
         let stored = try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any]
         #expect(stored?["torEnabled"] as? Bool == true, "preference: \(shown.stdout)")
 

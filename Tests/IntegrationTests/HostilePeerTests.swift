@@ -82,7 +82,7 @@ extension TestBedSuite {
         defer { try? FileManager.default.removeItem(at: config) }
         let builtins = config.appendingPathComponent("builtin-bridges.txt")
         try "\(bed["TB_BRIDGE_OBFS4"])\n".write(to: builtins, atomically: true, encoding: .utf8)
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "-", "--config-dir", config.path], stdin: hostile.line + "\n")
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "-", "--config-dir", config.path], stdin: hostile.line + "\n")
         #expect(add.status == 0, "bridges add: \(add.stdout) \(add.stderr)")
         let socks: UInt16 = 39362
         let run = try RunningPostern(["run", "--config-dir", config.path, "--socks", "\(socks)", "--transport", "auto",
@@ -130,9 +130,9 @@ extension TestBedSuite {
         let postern = ProcessRunner.postern
         let torOptions = ["--tor-options-file", bed["TB_CLIENT_TORRC"], "--timeout", "150"]
         let aliceKey = state.appendingPathComponent("alice.key").path, bobKey = state.appendingPathComponent("bob.key").path
-        let bobPublic = try ProcessRunner.run(postern, ["nostr", "key", "--key-file", bobKey]).stdout
+        let bobPublic = try await ProcessRunner.run(postern, ["nostr", "key", "--key-file", bobKey]).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        _ = try ProcessRunner.run(postern, ["nostr", "key", "--key-file", aliceKey])
+        _ = try await ProcessRunner.run(postern, ["nostr", "key", "--key-file", aliceKey])
 
         let listener = try RunningPostern(["nostr", "listen", "--count", "1", "--key-file", bobKey, "--socks", "39363",
                                            "--config-dir", state.appendingPathComponent("bob").path,
@@ -148,7 +148,7 @@ extension TestBedSuite {
         let peak = ProcView.statusKiB(pid, "VmHWM") ?? 0
         #expect(peak > 0 && peak < Self.hostilePeerRSSBoundKiB, "peak RSS \(peak) KiB")
         print("hostile relay (\(mode)): listener \(pid) alive, peak RSS \(peak / 1024) MiB")
-        let sent = try ProcessRunner.run(postern, ["nostr", "send", "--to", bobPublic, "--key-file", aliceKey, "--socks", "39364",
+        let sent = try await ProcessRunner.run(postern, ["nostr", "send", "--to", bobPublic, "--key-file", aliceKey, "--socks", "39364",
                                                    "--config-dir", state.appendingPathComponent("alice").path,
                                                    "--relay", "ws://127.0.4.9:8532", "-"] + torOptions, stdin: "through the good relay\n")
         #expect(sent.status == 0, "send: \(sent.stdout) \(sent.stderr)")

@@ -21,7 +21,7 @@ extension TestBedSuite {
         #expect(stalled != nil, "a direct run under block-tor must stall; output: \(run.output)")
         let pid = run.processIdentifier
 
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path,
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path,
                                                                 bed[bridgeKey]])
         #expect(add.status == 0, "bridges add: \(add.stdout) \(add.stderr)")
 

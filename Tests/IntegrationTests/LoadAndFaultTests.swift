@@ -156,7 +156,7 @@ extension TestBedSuite {
         #expect(run.isRunning && run.processIdentifier == pid, "the same postern run served before and after")
         let after = Set(toBridge().map(\.localPort))
         #expect(!after.isEmpty && after.isDisjoint(with: before), "a new connection to the bridge (before \(before), after \(after))")
-        let blob = try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
+        let blob = try await ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
             "curl -s --max-time 60 --socks5-hostname 127.0.0.1:39144 '\(bed["TB_BLOB_URL"])' | sha256sum"])
         #expect(blob.stdout.hasPrefix(bed["TB_BLOB_SHA256"]), "4 MiB intact through the restarted server")
         print("obfs4 server fault: obfs4proxy \(server) killed; the bridge's tor restarted it as \(newServer) after \(serverBack); "
@@ -232,7 +232,7 @@ extension TestBedSuite {
         try #require(try await next.waitForLine(containing: "ready: socks5 127.0.0.1:39145", timeout: 60) != nil,
                      "start after a kill while serving; output: \(next.output)")
         let afterServingKill = ContinuousClock.now - nextStarted
-        let status = try ProcessRunner.run(ProcessRunner.postern, ["status", "--json", "--config-dir", config.path])
+        let status = try await ProcessRunner.run(ProcessRunner.postern, ["status", "--json", "--config-dir", config.path])
         #expect(status.status == 0 && status.stdout.contains("\"pid\":\(next.processIdentifier)"), "status: \(status.stdout)")
         let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39145")
         #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
@@ -252,7 +252,7 @@ extension TestBedSuite {
         #expect(listening.isEmpty, "stale listeners on \(listening.map(\.localPort))")
         let survivors = children.filter(ProcView.isAlive)
         #expect(survivors.isEmpty, "children of the killed run still alive: \(survivors)")
-        let status = try ProcessRunner.run(ProcessRunner.postern, ["status", "--config-dir", config.path])
+        let status = try ProcessRunner.runBlocking(ProcessRunner.postern, ["status", "--config-dir", config.path])
         #expect(status.status == 1 && status.stdout.contains("not running"), "status after the kill: \(status.stdout)")
     }
 }
@@ -303,7 +303,7 @@ extension TestBedSuite {
             ["tor", "on"],
         ]
         for command in commands {
-            let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/timeout"),
+            let result = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/bin/timeout"),
                                                ["-s", "KILL", "20", ProcessRunner.postern.path] + command + ["--config-dir", config.path])
             let label = command.prefix(2).joined(separator: " ")
             #expect(result.status == 1, "\(label) exits 1, not \(result.status); stderr: \(result.stderr)")

@@ -18,20 +18,20 @@ extension TestBedSuite {
         let common = ["--relay", "ws://127.0.4.9:8530", "--tor-options-file", bed["TB_CLIENT_TORRC"], "--timeout", "120"]
         let aliceKey = state.appendingPathComponent("alice.key").path, bobKey = state.appendingPathComponent("bob.key").path
 
-        let bob = try ProcessRunner.run(postern, ["nostr", "key", "--key-file", bobKey])
+        let bob = try await ProcessRunner.run(postern, ["nostr", "key", "--key-file", bobKey])
         #expect(bob.status == 0, "\(bob.stderr)")
         let bobPublic = bob.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(bobPublic.count == 64)
         let keyMode = try FileManager.default.attributesOfItem(atPath: bobKey)[.posixPermissions] as? Int
         #expect(keyMode == 0o600)
-        let alicePublic = try ProcessRunner.run(postern, ["nostr", "key", "--key-file", aliceKey]).stdout
+        let alicePublic = try await ProcessRunner.run(postern, ["nostr", "key", "--key-file", aliceKey]).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
 
         let listenArguments = ["nostr", "listen", "--count", "1", "--key-file", bobKey, "--socks", "39121",
                                "--config-dir", state.appendingPathComponent("bob").path] + common
-        let listener = Task.detached { try ProcessRunner.run(postern, listenArguments) }
+        let listener = Task.detached { try await ProcessRunner.run(postern, listenArguments) }
         // The documented way: the message on standard input, never in argv.
-        let sent = try ProcessRunner.run(postern, ["nostr", "send", "--to", bobPublic, "--key-file", aliceKey, "--socks", "39122",
+        let sent = try await ProcessRunner.run(postern, ["nostr", "send", "--to", bobPublic, "--key-file", aliceKey, "--socks", "39122",
                                                    "--config-dir", state.appendingPathComponent("alice").path] + common + ["-"],
                                          stdin: "hello from the cli\n")
         #expect(sent.status == 0, "send: \(sent.stdout) \(sent.stderr)")
@@ -41,7 +41,7 @@ extension TestBedSuite {
         #expect(listened.status == 0, "listen: \(listened.stdout) \(listened.stderr)")
         #expect(listened.stdout.contains("from \(alicePublic): hello from the cli"), "\(listened.stdout)")
 
-        let usage = try ProcessRunner.run(postern, ["nostr", "send", "--to", "nothex", "x"])
+        let usage = try await ProcessRunner.run(postern, ["nostr", "send", "--to", "nothex", "x"])
         #expect(usage.status == 64)
     }
 }

@@ -21,7 +21,7 @@ extension TestBedSuite {
 
         let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39067")
         #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
-        let blob = try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
+        let blob = try await ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
             "curl -s --max-time 60 --socks5-hostname 127.0.0.1:39067 '\(bed["TB_BLOB_URL"])' | sha256sum"])
         #expect(blob.stdout.hasPrefix(bed["TB_BLOB_SHA256"]), "4 MiB through obfs4 must arrive intact")
         #expect(run.interruptAndWait() == 0)

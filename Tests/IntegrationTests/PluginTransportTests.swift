@@ -43,7 +43,7 @@ extension TestBedSuite {
         defer { try? bed.setCensor("none") }
         let config = TestBed.temporaryDirectory("plugin-run")
         defer { try? FileManager.default.removeItem(at: config) }
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "--replace-builtin", "obfs4",
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "--replace-builtin", "obfs4",
                                                                 "/usr/bin/obfs4proxy", "--config-dir", config.path])
         try #require(add.status == 0, "plugin add: \(add.stderr)")
 
@@ -80,13 +80,13 @@ extension TestBedSuite {
         defer { try? bed.setCensor("none") }
         let config = TestBed.temporaryDirectory("plugin-ab")
         defer { try? FileManager.default.removeItem(at: config) }
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, bed["TB_BRIDGE_OBFS4"]])
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, bed["TB_BRIDGE_OBFS4"]])
         try #require(add.status == 0, "bridges add: \(add.stderr)")
-        let plugin = try ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "obfs4", "/usr/bin/obfs4proxy",
+        let plugin = try await ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "obfs4", "/usr/bin/obfs4proxy",
                                                                    "--config-dir", config.path])
         try #require(plugin.status == 0, "plugin add: \(plugin.stderr)")
 
-        let run = try ProcessRunner.run(ProcessRunner.postern, [
+        let run = try await ProcessRunner.run(ProcessRunner.postern, [
             "ab", "obfs4", "plugin:obfs4", "--trials", "3", "--parallel", "2", "--seed", "16", "--trial-timeout", "90",
             "--probe-url", bed["TB_BLOB_URL"], "--probe-bytes", "262144",
             "--tor-options-file", bed["TB_CLIENT_TORRC"], "--json", "--config-dir", config.path])
@@ -131,14 +131,14 @@ extension TestBedSuite {
         let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
         let config = TestBed.temporaryDirectory("plugin-health")
         defer { try? FileManager.default.removeItem(at: config) }
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, bed["TB_BRIDGE_OBFS4"]])
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, bed["TB_BRIDGE_OBFS4"]])
         try #require(add.status == 0, "bridges add: \(add.stderr)")
-        let plugin = try ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "obfs4", "/usr/bin/obfs4proxy",
+        let plugin = try await ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "obfs4", "/usr/bin/obfs4proxy",
                                                                    "--config-dir", config.path])
         try #require(plugin.status == 0, "plugin add: \(plugin.stderr)")
 
         func test(_ extra: [String]) throws -> [String: Any] {
-            let result = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", "--json", "--config-dir", config.path] + extra)
+            let result = try ProcessRunner.runBlocking(ProcessRunner.postern, ["bridges", "test", "--json", "--config-dir", config.path] + extra)
             #expect(result.status == 0, "bridges test \(extra): \(result.stdout) \(result.stderr)")
             for secret in TestBed.bridgeSecrets(bed["TB_BRIDGE_OBFS4"]) {
                 #expect(!result.stdout.contains(secret) && !result.stderr.contains(secret), "bridge data in the report")
@@ -156,10 +156,10 @@ extension TestBedSuite {
         #expect((viaPlugin["detail"] as? String)?.contains("through plugin obfs4 (/usr/bin/obfs4proxy)") == true, "\(viaPlugin)")
 
         // A plugin that is not there: the bridge is reported dead with the plugin named, not a crash.
-        let broken = try ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "--replace-builtin", "obfs4",
+        let broken = try await ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "--replace-builtin", "obfs4",
                                                                    "/bin/true", "--config-dir", config.path])
         try #require(broken.status == 0)
-        let result = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", "--json", "--config-dir", config.path])
+        let result = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", "--json", "--config-dir", config.path])
         #expect(result.status == 1)
         #expect(result.stdout.contains("plugin obfs4 (/bin/true)"), "\(result.stdout)")
         #expect(result.stdout.contains("exited before CMETHODS DONE"), "\(result.stdout)")
@@ -178,7 +178,7 @@ extension TestBedSuite {
         defer { try? bed.setCensor("none") }
         let config = TestBed.temporaryDirectory("plugin-snowflake")
         defer { try? FileManager.default.removeItem(at: config) }
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "--replace-builtin", "snowflake",
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "--replace-builtin", "snowflake",
                                                                 "/usr/bin/snowflake-client", "--config-dir", config.path])
         try #require(add.status == 0, "plugin add: \(add.stderr)")
         let run = try RunningPostern(["run", "--config-dir", config.path, "--socks", "39612", "--transport", "snowflake",
@@ -214,7 +214,7 @@ extension TestBedSuite {
         let builtins = config.appendingPathComponent("builtins.txt")
         try "meek_lite 192.0.2.20:80 url=https://meek.example.invalid/ front=front.example.invalid\n"
             .write(to: builtins, atomically: true, encoding: .utf8)
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "meek_lite", script.path,
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "meek_lite", script.path,
                                                                 "--config-dir", config.path])
         try #require(add.status == 0, "plugin add: \(add.stderr)")
 
@@ -228,7 +228,7 @@ extension TestBedSuite {
         #expect(!run.output.contains("not available in this build"))
         #expect(run.isRunning)
         #expect(run.interruptAndWait() == 0)
-        let left = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/pgrep"), ["-f", marker])
+        let left = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/pgrep"), ["-f", marker])
         #expect(left.stdout.isEmpty, "left running: \(left.stdout)")
     }
 }
@@ -245,7 +245,7 @@ extension TestBedSuite {
         try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
         let builtins = config.appendingPathComponent("builtin-bridges.txt")
         try "\(bed["TB_BRIDGE_OBFS4"])\n".write(to: builtins, atomically: true, encoding: .utf8)
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "--replace-builtin", "obfs4",
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["transport", "plugin", "add", "--replace-builtin", "obfs4",
                                                                 "/usr/bin/obfs4proxy", "--config-dir", config.path])
         try #require(add.status == 0, "plugin add: \(add.stderr)")
 

@@ -5,15 +5,15 @@ import Testing
 /// Opens the stored gift wraps to a key with the independent reader (nostr-sdk, and a plain
 /// websockets client to the relay).
 private func readWithNostrSDK(relay: String, secretHex: String) throws -> ProcessResult {
-    try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/env"),
+    try ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/bin/env"),
                           ["python3", PeerProcess.peersDirectory.appendingPathComponent("nip17_peer.py").path, "read", relay, secretHex, "20"])
 }
 
 /// Two keys made with `postern nostr key`: alice sends, bob's secret opens with nostr-sdk.
 private func makeKeys(in state: URL) throws -> (alice: String, alicePublic: String, bobPublic: String, bobSecret: String) {
     let alice = state.appendingPathComponent("alice.key").path, bob = state.appendingPathComponent("bob.key").path
-    let alicePublic = try ProcessRunner.run(ProcessRunner.postern, ["nostr", "key", "--key-file", alice]).stdout
-    let bobPublic = try ProcessRunner.run(ProcessRunner.postern, ["nostr", "key", "--key-file", bob]).stdout
+    let alicePublic = try ProcessRunner.runBlocking(ProcessRunner.postern, ["nostr", "key", "--key-file", alice]).stdout
+    let bobPublic = try ProcessRunner.runBlocking(ProcessRunner.postern, ["nostr", "key", "--key-file", bob]).stdout
     let bobSecret = try String(contentsOfFile: bob, encoding: .utf8)
     return (alice, alicePublic.trimmingCharacters(in: .whitespacesAndNewlines), bobPublic.trimmingCharacters(in: .whitespacesAndNewlines),
             bobSecret.trimmingCharacters(in: .whitespacesAndNewlines))
@@ -37,14 +37,14 @@ extension TestBedSuite {
         _ = try await relayPeer.port()
         let config = state.appendingPathComponent("config").path
         let postern = ProcessRunner.postern
-        let added = try ProcessRunner.run(postern, ["bridges", "add", "-", "--config-dir", config], stdin: bridge + "\n")
+        let added = try await ProcessRunner.run(postern, ["bridges", "add", "-", "--config-dir", config], stdin: bridge + "\n")
         #expect(added.status == 0, "\(added.stderr)")
-        let chosen = try ProcessRunner.run(postern, ["transport", "use", "snowflake", "--config-dir", config])
+        let chosen = try await ProcessRunner.run(postern, ["transport", "use", "snowflake", "--config-dir", config])
         #expect(chosen.status == 0, "\(chosen.stderr)")
         let keys = try makeKeys(in: state)
 
         let started = ContinuousClock.now
-        let sent = try ProcessRunner.run(postern, ["nostr", "send", "--to", keys.bobPublic, "--key-file", keys.alice, "--config-dir", config,
+        let sent = try await ProcessRunner.run(postern, ["nostr", "send", "--to", keys.bobPublic, "--key-file", keys.alice, "--config-dir", config,
                                                    "--relay", "ws://127.0.4.11:8533", "--socks", "39150",
                                                    "--tor-options-file", bed["TB_CLIENT_TORRC"], "--timeout", "240", "-"],
                                          stdin: "through snowflake\n")
@@ -94,7 +94,7 @@ extension TestBedSuite {
         let postern = ProcessRunner.postern
 
         // No --tor-options-file: a tor of its own could not even bootstrap on the private network.
-        let sent = try ProcessRunner.run(postern, ["nostr", "send", "--to", keys.bobPublic, "--key-file", keys.alice,
+        let sent = try await ProcessRunner.run(postern, ["nostr", "send", "--to", keys.bobPublic, "--key-file", keys.alice,
                                                    "--config-dir", config.path, "--relay", "ws://127.0.4.11:8534", "--timeout", "90", "-"],
                                          stdin: "through the running tor\n")
         #expect(sent.status == 0, "send: \(sent.stdout) \(sent.stderr)")
@@ -106,15 +106,15 @@ extension TestBedSuite {
         let opened = try readWithNostrSDK(relay: "ws://127.0.4.11:8534", secretHex: keys.bobSecret)
         #expect(opened.stdout.contains("MESSAGE through the running tor"), "\(opened.stdout) \(opened.stderr)")
 
-        let refreshed = try ProcessRunner.run(postern, ["geo", "refresh", "--url", "http://127.0.4.11:8535/relays.csv", "--json",
+        let refreshed = try await ProcessRunner.run(postern, ["geo", "refresh", "--url", "http://127.0.4.11:8535/relays.csv", "--json",
                                                         "--config-dir", config.path])
         #expect(refreshed.status == 0, "geo: \(refreshed.stdout) \(refreshed.stderr)")
         #expect(refreshed.stdout.contains(#""outcome":"fetched","relays":2"#), "\(refreshed.stdout)")
         #expect(refreshed.stderr.contains("using the tor of the running 'postern run'"), "\(refreshed.stderr)")
         #expect(!FileManager.default.fileExists(atPath: stateDirectory.appendingPathComponent("tor-geo").path), "a second tor's data directory")
-        let again = try ProcessRunner.run(postern, ["geo", "refresh", "--url", "http://127.0.4.11:8535/relays.csv", "--config-dir", config.path])
+        let again = try await ProcessRunner.run(postern, ["geo", "refresh", "--url", "http://127.0.4.11:8535/relays.csv", "--config-dir", config.path])
         #expect(again.stdout.contains("not due"), "\(again.stdout) \(again.stderr)")
-        let closest = try ProcessRunner.run(postern, ["geo", "show", "--near", "48.0,2.0", "--count", "1", "--config-dir", config.path])
+        let closest = try await ProcessRunner.run(postern, ["geo", "show", "--near", "48.0,2.0", "--count", "1", "--config-dir", config.path])
         #expect(closest.status == 0 && closest.stdout.contains("wss://relay.example.org") && !closest.stdout.contains("nostr.example.net"),
                 "\(closest.stdout) \(closest.stderr)")
         #expect(run.interruptAndWait() == 0)

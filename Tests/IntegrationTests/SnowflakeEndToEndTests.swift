@@ -32,7 +32,7 @@ extension TestBedSuite {
 
         let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39131", timeout: 90)
         #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
-        let blob = try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
+        let blob = try await ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
             "curl -s --max-time 90 --socks5-hostname 127.0.0.1:39131 '\(bed["TB_BLOB_URL"])' | sha256sum"])
         #expect(blob.stdout.hasPrefix(bed["TB_BLOB_SHA256"]), "4 MiB through snowflake must arrive intact")
         #expect(run.interruptAndWait() == 0)

@@ -20,7 +20,7 @@ struct SnowflakeProxies {
     /// it relays), from the kernel's TCP counters (`ss -tnpi`).
     func bytesFromServer() throws -> [Int32: Int] {
         let server = bed["TB_SNOWFLAKE_RELAY_URL"].replacingOccurrences(of: "ws://", with: "").replacingOccurrences(of: "/", with: "")
-        let result = try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/ss"), ["-tnpiH", "dst", server])
+        let result = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/bin/ss"), ["-tnpiH", "dst", server])
         var totals: [Int32: Int] = [:]
         var owner: Int32?
         for line in result.stdout.split(separator: "\n") {
@@ -120,7 +120,7 @@ struct TestBlob {
         let base = bed["TB_BLOB_URL"]
         url = String(base[..<(base.lastIndex(of: "/") ?? base.endIndex)]) + "/" + name
         size = megabytes << 20
-        let made = try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"),
+        let made = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/bin/sh"),
                                          ["-c", "head -c \(size) /dev/urandom > \"$0\" && sha256sum \"$0\"", path.path])
         guard made.status == 0, made.stdout.count >= 64 else { throw CancellationError() }
         sha256 = String(made.stdout.prefix(64))
@@ -161,7 +161,7 @@ final class Download: @unchecked Sendable {
     }
 
     var sha256: String {
-        let result = try? ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/sha256sum"), [output.path])
+        let result = try? ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/bin/sha256sum"), [output.path])
         return String(result?.stdout.prefix(64) ?? "")
     }
 }
@@ -245,7 +245,7 @@ extension TestBedSuite {
         var elapsed: Duration = .zero
         do {
             let started = ContinuousClock.now
-            fetched = try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
+            fetched = try await ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
                 "curl -s --max-time 60 --socks5-hostname 127.0.0.1:39743 \"$0\" | sha256sum", bed["TB_BLOB_URL"]])
             elapsed = ContinuousClock.now - started
         } catch {

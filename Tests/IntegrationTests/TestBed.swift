@@ -12,7 +12,7 @@ struct TestBed: Sendable {
         guard let path = ProcessInfo.processInfo.environment["POSTERN_TESTBED_ENV"],
               FileManager.default.fileExists(atPath: path) else { return nil }
         // The file is written with bash's %q quoting: let bash read it.
-        guard let result = try? ProcessRunner.run(URL(fileURLWithPath: "/bin/bash"),
+        guard let result = try? ProcessRunner.runBlocking(URL(fileURLWithPath: "/bin/bash"),
                                                   ["-c", "set -a; source \"$1\"; env -0", "_", path]),
               result.status == 0 else { return nil }
         var values: [String: String] = [:]
@@ -44,7 +44,7 @@ struct TestBed: Sendable {
     }
 
     func setCensor(_ scenario: String) throws {
-        let result = try ProcessRunner.run(Self.script, ["censor", scenario, "--dir", directory])
+        let result = try ProcessRunner.runBlocking(Self.script, ["censor", scenario, "--dir", directory])
         #expect(result.status == 0, "censor \(scenario): \(result.stderr)")
     }
 
@@ -134,7 +134,7 @@ struct TestBed: Sendable {
     static func fetch(_ url: String, socks: String, timeout: Int = 60, isolation: String? = nil) throws -> ProcessResult {
         var arguments = ["--silent", "--show-error", "--max-time", "\(timeout)", "--socks5-hostname", socks]
         if let isolation { arguments += ["--proxy-user", "\(isolation):x"] }
-        return try ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/curl"), arguments + [url])
+        return try ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/bin/curl"), arguments + [url])
     }
 
     static func temporaryDirectory(_ name: String) -> URL {

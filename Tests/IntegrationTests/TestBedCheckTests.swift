@@ -9,7 +9,7 @@ extension TestBedSuite {
     /// own self-check.
     @Test func censorScenariosHoldForPlainTorClients() throws {
         let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
-        let result = try ProcessRunner.run(TestBed.script, ["check", "--dir", bed.directory, "--negative-wait", "12"])
+        let result = try ProcessRunner.runBlocking(TestBed.script, ["check", "--dir", bed.directory, "--negative-wait", "12"])
         #expect(result.status == 0, "testbed check failed:\n\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("block-tor"))
         if bed["TB_WEBTUNNEL"] == "1" {

@@ -47,7 +47,7 @@ extension TestBedSuite {
 
         let page = try TestBed.fetch(bed.pageURL, socks: "127.0.0.1:39861", timeout: 60)
         #expect(page.stdout.contains(bed["TB_HTTP_MARKER"]), "curl: \(page.stderr)")
-        let blob = try ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
+        let blob = try await ProcessRunner.run(URL(fileURLWithPath: "/bin/sh"), ["-c",
             "curl -s --max-time 90 --socks5-hostname 127.0.0.1:39861 '\(bed["TB_BLOB_URL"])' | sha256sum"])
         #expect(blob.stdout.hasPrefix(bed["TB_BLOB_SHA256"]), "4 MiB through webtunnel must arrive intact")
         #expect(run.interruptAndWait() == 0)
@@ -67,12 +67,12 @@ extension TestBedSuite {
         defer { try? bed.setCensor("none") }
         let config = TestBed.temporaryDirectory("webtunnel-noca")
         defer { try? FileManager.default.removeItem(at: config) }
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, bridge])
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, bridge])
         #expect(add.status == 0, "bridges add: \(add.stderr)")
         // An empty trust store: nothing at all is trusted, the bed's CA included.
         let empty = config.appendingPathComponent("empty.pem")
         try "".write(to: empty, atomically: true, encoding: .utf8)
-        let result = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", "--json", "--timeout", "5", "--config-dir", config.path],
+        let result = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", "--json", "--timeout", "5", "--config-dir", config.path],
                                            environment: ProcessInfo.processInfo.environment.merging(["SSL_CERT_FILE": empty.path, "SSL_CERT_DIR": config.path]) { $1 })
         #expect(result.status == 1, "a bridge whose certificate does not verify is dead: \(result.stdout)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
@@ -96,10 +96,10 @@ extension TestBedSuite {
         let wrongPath = bridge.replacingOccurrences(of: "/wt-", with: "/not-the-secret-")
             .replacingOccurrences(of: "[2001:db8:5e1c::1]", with: "[2001:db8:5e1c::2]")
         for line in [bridge, wrongPath] {
-            let add = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, line])
+            let add = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, line])
             #expect(add.status == 0, "bridges add: \(add.stderr)")
         }
-        let result = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", "--json", "--timeout", "5", "--config-dir", config.path],
+        let result = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", "--json", "--timeout", "5", "--config-dir", config.path],
                                            environment: ProcessInfo.processInfo.environment.merging(Self.caEnvironment(bed)) { $1 })
         print("bridges test (webtunnel):\n\(result.stdout)")
         #expect(result.status == 1, "the wrong path is dead: \(result.stderr)")
@@ -152,7 +152,7 @@ extension TestBedSuite {
         var builtinLines = [bed["TB_BRIDGE_OBFS4"]]
         if !bed["TB_BRIDGE_SNOWFLAKE"].isEmpty { builtinLines.append(bed["TB_BRIDGE_SNOWFLAKE"]) }
         try (builtinLines.joined(separator: "\n") + "\n").write(to: builtins, atomically: true, encoding: .utf8)
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, bridge])
+        let add = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path, bridge])
         #expect(add.status == 0, "bridges add: \(add.stderr)")
 
         let started = ContinuousClock.now

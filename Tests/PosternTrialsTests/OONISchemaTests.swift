@@ -23,7 +23,7 @@ import Testing
                 print(f"line {number}: {error.json_path}: {error.message}")
         sys.exit(1 if bad else 0)
         """
-        return try ProcessRunner.run(debianPython, ["-c", script, schema.path, file.path])
+        return try ProcessRunner.runBlocking(debianPython, ["-c", script, schema.path, file.path])
     }
 
     @Test func measurementsMatchTheSchemaAndSayWhatHappened() throws {

@@ -37,7 +37,7 @@ import Testing
         let start = try #require(html.range(of: "<svg")), end = try #require(html.range(of: "</svg>"))
         let svgFile = directory.appendingPathComponent("charts.svg"), png = directory.appendingPathComponent("charts.png")
         try String(html[start.lowerBound..<end.upperBound]).write(to: svgFile, atomically: true, encoding: .utf8)
-        let render = try ProcessRunner.run(Self.rsvgConvert, ["--format", "png", "--output", png.path, svgFile.path])
+        let render = try ProcessRunner.runBlocking(Self.rsvgConvert, ["--format", "png", "--output", png.path, svgFile.path])
         try #require(render.status == 0, "rsvg-convert: \(render.stderr)")
 
         // Per panel (400 px wide) and route column (110 px from 55 px in), the pixels of the box fill
@@ -60,7 +60,7 @@ import Testing
                         if near(pixel, (0xcc, 0x00, 0x00)): median += 1
                 print(panel, route, fill, median)
         """
-        let pixels = try ProcessRunner.run(Self.debianPython, ["-c", script, png.path])
+        let pixels = try ProcessRunner.runBlocking(Self.debianPython, ["-c", script, png.path])
         try #require(pixels.status == 0, "python3-pil: \(pixels.stderr)")
         let lines = pixels.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
         #expect(lines.first == ["size", "1200", "400"], "\(pixels.stdout)")

@@ -9,8 +9,26 @@ public struct ProcessResult: Sendable {
 }
 
 public enum ProcessRunner {
+    /// Runs the program on a thread of its own and awaits it there, not on the cooperative pool.
+    ///
+    /// The pool has one thread per core (two here), and the tests of a group run in parallel in
+    /// one process: a blocking wait for a child (`waitUntilExit`, reading its pipes to the end)
+    /// held one of those threads for the child's whole life, and two of them at once stalled every
+    /// other test. Deadlines elsewhere then fired late or early in wall time (a stand-in peer timed
+    /// out before its test ran again; a 1 s deadline took 14 s).
     public static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
-                    stdin: String? = nil) throws -> ProcessResult {
+                           stdin: String? = nil) async throws -> ProcessResult {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ProcessResult, any Error>) in
+            let thread = Thread {
+                continuation.resume(with: Result { try runBlocking(executable, arguments, environment: environment, stdin: stdin) })
+            }
+            thread.start()
+        }
+    }
+
+    /// The same, blocking the calling thread: for synchronous code outside the cooperative pool.
+    public static func runBlocking(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
+                                   stdin: String? = nil) throws -> ProcessResult {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
