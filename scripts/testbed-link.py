@@ -14,6 +14,7 @@ device, where the kernel receives them as if they came off a wire and delivers t
   testbed-link.py probe-server ADDR...                  UDP echo servers (run with the network gid)
   testbed-link.py measure --targets JSON --expect PROFILE [--paths P,...]
                                                         measures RTT, loss and rate of each path
+  testbed-link.py self-test                             the link model on synthetic packets
 
 A link is a FIFO with a byte-limited queue (tail drop) in front of a serializer at `rate`, then a
 delay line of `delay +- jitter` that never reorders (a packet leaves no earlier than the one before
@@ -134,7 +135,29 @@ def load_config(path):
         return json.load(handle)
 
 
+def close_inherited_descriptors():
+    """A long-lived process started from a test must not keep its starter's descriptors: Swift's
+    Foundation learns that a child has exited when the socket it gave the child is closed, so a
+    forwarder that kept it open (it outlives `testbed profile`) hung the test waiting for that
+    command forever."""
+    for name in os.listdir("/proc/self/fd"):
+        descriptor = int(name)
+        if descriptor > 2:
+            try:
+                os.close(descriptor)
+            except OSError:
+                pass  # the directory listing's own descriptor, already gone
+
+
+def unblock_signals():
+    """Children of the Swift test process inherit its blocked signal mask: without this, TERM
+    (stop) and HUP (new profile) would never arrive."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+
+
 def forward(args):
+    close_inherited_descriptors()
+    unblock_signals()
     config = load_config(args.config)
     rng = random.Random()
     links = {}
@@ -234,6 +257,8 @@ HEADER = struct.Struct("!cII d")
 
 
 def probe_server(args):
+    close_inherited_descriptors()
+    unblock_signals()
     sockets = []
     for address in args.addresses:
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -459,6 +484,62 @@ def measure(args):
     return 1 if failures else 0
 
 
+def self_test():
+    """The link model alone, on synthetic arrival times (no devices, no root): what `check`
+    measures end to end, here exactly. Exit 1 on the first broken property."""
+    failures = []
+
+    def expect(condition, what):
+        if not condition:
+            failures.append(what)
+
+    rng = random.Random(15)
+    # Rate: 1000 packets of 1000 bytes offered at once to 8 Mbit/s (1 MB/s) with a deep queue
+    # leave 1 ms apart; the queue (200 ms = 200 kB) takes 200 of them, the rest are tail-dropped.
+    link = Link(-1, "rate")
+    link.set_spec({"rtt_ms": 0, "jitter_ms": 0, "loss": 0.0, "rate_kbit": 8000})
+    times = [link.admit(0.0, 1000, rng) for _ in range(1000)]
+    passed = [t for t in times if t is not None]
+    expect(len(passed) == 200, f"queue of 200 ms at 1 MB/s took {len(passed)} packets of 1 kB")
+    gaps = {round(b - a, 9) for a, b in zip(passed, passed[1:])}
+    expect(gaps == {0.001}, f"serialization gaps {sorted(gaps)[:3]}")
+    # Delay and jitter: never reordered, never earlier than delay - jitter, mean near the delay.
+    link = Link(-1, "delay")
+    link.set_spec({"rtt_ms": 150, "jitter_ms": 30, "loss": 0.0, "rate_kbit": 0})
+    arrivals = [i * 0.01 for i in range(5000)]
+    deliveries = [link.admit(t, 100, rng) for t in arrivals]
+    expect(all(b >= a for a, b in zip(deliveries, deliveries[1:])), "a packet overtook another")
+    delays = [d - t for d, t in zip(deliveries, arrivals)]
+    expect(min(delays) >= 0.075 - 0.015 - 1e-9 and max(delays) <= 0.075 + 0.015 + 1e-9, "delay outside 75 +- 15 ms")
+    mean = sum(delays) / len(delays)
+    expect(abs(mean - 0.075) < 0.003, f"mean one-way delay {mean * 1000:.1f} ms, 75 expected")
+    # Loss: 1 % of 200000 packets, within 5 standard deviations.
+    link = Link(-1, "loss")
+    link.set_spec({"rtt_ms": 0, "jitter_ms": 0, "loss": 0.01, "rate_kbit": 0})
+    lost = sum(link.admit(i * 1e-4, 100, rng) is None for i in range(200000))
+    expect(abs(lost - 2000) < 5 * (200000 * 0.01 * 0.99) ** 0.5, f"{lost} of 200000 lost at 1 %")
+    # A reload keeps the link's state: the serializer stays busy across a profile change.
+    link = Link(-1, "reload")
+    link.set_spec({"rtt_ms": 0, "jitter_ms": 0, "loss": 0.0, "rate_kbit": 8})
+    first = link.admit(0.0, 1000, rng)
+    link.set_spec({"rtt_ms": 0, "jitter_ms": 0, "loss": 0.0, "rate_kbit": 8000})
+    second = link.admit(0.0, 1000, rng)
+    expect(first == 1.0 and second > first, f"after a reload the next packet left at {second}, before {first}")
+    # Frames: lo's Ethernet header is stripped, raw IPv4 kept, anything else ignored.
+    ip = bytes([0x45]) + bytes(19)
+    expect(ip_packet(bytes(12) + b"\x08\x00" + ip) == ip and ip_packet(ip) == ip, "IPv4 frame not recognised")
+    expect(ip_packet(bytes(12) + b"\x86\xdd" + bytes(40)) is None and ip_packet(b"") is None, "non-IPv4 not ignored")
+    # Every profile has every path, with sane figures.
+    for name in PROFILES:
+        for path in PATHS:
+            spec = path_spec(name, path)
+            expect(spec["rtt_ms"] > 0 and 0 <= spec["loss"] < 0.5 and spec["rate_kbit"] > 0, f"{name}/{path}: {spec}")
+    for failure in failures:
+        print(f"FAIL {failure}")
+    print("link model self-test: " + ("ok" if not failures else f"{len(failures)} failed"))
+    return 1 if failures else 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -469,6 +550,7 @@ def main():
     p.add_argument("profile")
     p.add_argument("devices")
     sub.add_parser("profiles")
+    sub.add_parser("self-test")
     p = sub.add_parser("probe-server")
     p.add_argument("addresses", nargs="+")
     p.add_argument("--lifetime", type=float, default=600)
@@ -488,6 +570,8 @@ def main():
         except KeyError:
             print(f"unknown profile '{args.profile}' (one of: none {' '.join(PROFILES)})", file=sys.stderr)
             return 64
+    elif args.command == "self-test":
+        return self_test()
     elif args.command == "profiles":
         print(json.dumps(PROFILES, indent=1))
     elif args.command == "probe-server":
