@@ -5,7 +5,7 @@ import Testing
 extension TestBed {
     /// Switches the running bed's link profile (scripts/testbed profile; `none` removes it).
     func setProfile(_ profile: String) throws {
-        let result = try ProcessRunner.run(Self.script, ["profile", profile, "--dir", directory])
+        let result = try ProcessRunner.runBlocking(Self.script, ["profile", profile, "--dir", directory])
         #expect(result.status == 0, "profile \(profile): \(result.stderr)")
     }
 
@@ -21,12 +21,12 @@ extension TestBed {
     func abTrial(routes: [String], trials: Int, probeBytes: Int, seed: Int) throws -> [String: Any] {
         let config = TestBed.temporaryDirectory("ab-truth")
         defer { try? FileManager.default.removeItem(at: config) }
-        let add = try ProcessRunner.run(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path,
+        let add = try ProcessRunner.runBlocking(ProcessRunner.postern, ["bridges", "add", "--config-dir", config.path,
                                                                 self["TB_BRIDGE_VANILLA"], self["TB_BRIDGE_OBFS4"],
                                                                 self["TB_BRIDGE_SNOWFLAKE"]])
         try #require(add.status == 0, "bridges add: \(add.stdout) \(add.stderr)")
         let started = ContinuousClock.now
-        let run = try ProcessRunner.run(ProcessRunner.postern, ["ab"] + routes + [
+        let run = try ProcessRunner.runBlocking(ProcessRunner.postern, ["ab"] + routes + [
             "--trials", "\(trials)", "--parallel", "2", "--seed", "\(seed)", "--trial-timeout", "90",
             "--probe-url", self["TB_BLOB_URL"], "--probe-bytes", "\(probeBytes)",
             "--tor-options-file", self["TB_CLIENT_TORRC"], "--json", "--config-dir", config.path])
@@ -58,7 +58,7 @@ extension TestBedSuite {
         try bed.setProfile("mobile")
         defer { try? bed.setProfile("none") }
 
-        let pass = try ProcessRunner.run(TestBed.script, ["check", "--link-only", "--dir", bed.directory, "--paths", "obfs4,webrtc"])
+        let pass = try ProcessRunner.runBlocking(TestBed.script, ["check", "--link-only", "--dir", bed.directory, "--paths", "obfs4,webrtc"])
         print(pass.stdout)
         #expect(pass.status == 0, "link check under mobile:\n\(pass.stdout)\n\(pass.stderr)")
         let report = try bed.linkReport()
@@ -75,7 +75,7 @@ extension TestBedSuite {
         }
 
         // Judged against `good` (30 ms, no loss, 20 Mbit/s), the same link must fail on each figure.
-        let wrong = try ProcessRunner.run(TestBed.script, ["check", "--link-only", "--dir", bed.directory,
+        let wrong = try ProcessRunner.runBlocking(TestBed.script, ["check", "--link-only", "--dir", bed.directory,
                                                            "--paths", "obfs4", "--expect", "good"])
         #expect(wrong.status == 1, "a wrong expectation must fail:\n\(wrong.stdout)\n\(wrong.stderr)")
         #expect(wrong.stdout.contains("FAIL obfs4"))
@@ -85,11 +85,11 @@ extension TestBedSuite {
         }
 
         try bed.setProfile("none")
-        let none = try ProcessRunner.run(TestBed.script, ["check", "--link-only", "--dir", bed.directory])
+        let none = try ProcessRunner.runBlocking(TestBed.script, ["check", "--link-only", "--dir", bed.directory])
         #expect(none.status == 64, "no profile active: nothing to check (\(none.stderr))")
-        let tables = try ProcessRunner.run(URL(fileURLWithPath: "/usr/sbin/nft"), ["list", "tables"])
+        let tables = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/sbin/nft"), ["list", "tables"])
         #expect(tables.status == 0 && !tables.stdout.contains("postern_link"), "profile none leaves no rules: \(tables.stdout)")
-        let status = try ProcessRunner.run(TestBed.script, ["status", "--dir", bed.directory])
+        let status = try ProcessRunner.runBlocking(TestBed.script, ["status", "--dir", bed.directory])
         #expect(status.stdout.contains("link profile none") && !status.stdout.contains("  link "))
     }
 

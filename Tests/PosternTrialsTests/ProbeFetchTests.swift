@@ -9,14 +9,16 @@ import Testing
 /// CONNECT is the route's too, and nothing listening is the harness's.
 @Suite struct ProbeFetchTests {
     /// Serves one connection: SOCKS5 greeting and CONNECT (answered with `reply`), then an HTTP
-    /// response announcing `length` bytes and sending `send` of them before closing.
+    /// response announcing `length` bytes and sending `send` of them before closing. Its waits are
+    /// long (300 s) because they bound the stand-in, not the test: with 30 s, a test the loaded
+    /// pool ran late found the stand-in gone ("the SOCKS port closed the connection").
     static let standIn = #"""
     import socket, sys
     reply, length, send = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
     server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen(1)
     print(server.getsockname()[1], flush=True)
-    server.settimeout(30)
-    conn, _ = server.accept(); conn.settimeout(30)
+    server.settimeout(300)
+    conn, _ = server.accept(); conn.settimeout(300)
     def exactly(n):
         data = b""
         while len(data) < n:
