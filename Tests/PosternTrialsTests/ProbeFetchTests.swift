@@ -64,14 +64,14 @@ import Testing
 
     @Test func aCompleteDownloadIsTimed() async throws {
         let (process, port) = try Self.startStandIn(reply: 0, length: 1 << 20, send: 1 << 20)
-        defer { process.terminate(); process.waitUntilExit() }
+        defer { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }  // SIGTERM is blocked in children of the test process
         let result = try await Self.probe.run(socksPort: port)
         #expect(result.bodyBytes == 1 << 20 && (result.throughput ?? 0) > 0 && result.timeToFirstByte > 0)
     }
 
     @Test func aBodyCutShortIsABrokenDownload() async throws {
         let (process, port) = try Self.startStandIn(reply: 0, length: 1 << 20, send: 65536)
-        defer { process.terminate(); process.waitUntilExit() }
+        defer { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }  // SIGTERM is blocked in children of the test process
         do throws(ProbeFetch.Failure) {
             _ = try await Self.probe.run(socksPort: port)
             Issue.record("a short body passed")
@@ -83,7 +83,7 @@ import Testing
 
     @Test func aRefusedConnectIsTheRoutes() async throws {
         let (process, port) = try Self.startStandIn(reply: 6, length: 0, send: 0)
-        defer { process.terminate(); process.waitUntilExit() }
+        defer { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }  // SIGTERM is blocked in children of the test process
         do throws(ProbeFetch.Failure) {
             _ = try await Self.probe.run(socksPort: port)
             Issue.record("a refused CONNECT passed")
