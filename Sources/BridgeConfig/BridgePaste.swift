@@ -118,6 +118,12 @@ public struct BridgePaste: Hashable, Sendable {
             }
         }
 
+        if !hadBridgeKeyword, Self.isProse(words) {
+            notes.append(BridgeConfigDiagnostic(code: .proseSkipped,
+                message: "\(location): not a bridge line (text around the bridges?); skipped", location: location))
+            return
+        }
+
         do {
             let parsed = try BridgeLine.parse(((hadBridgeKeyword ? ["Bridge"] : []) + words).joined(separator: " "), logging: logging)
             warnings.append(contentsOf: parsed.warnings.map { $0.located(at: location) })
@@ -130,6 +136,20 @@ public struct BridgePaste: Hashable, Sendable {
             accepted.append(Accepted(location: location, line: parsed.line))
         } catch {
             rejected.append(error.located(at: location))
+        }
+    }
+
+    /// A line of the message around the bridge lines, as people receive them by mail or from a bot
+    /// ("Hi! Here are the bridges you asked for:"): no `Bridge` keyword, a first word that names no
+    /// transport, and none of what a bridge line is made of (an address with a port, a 40-digit
+    /// fingerprint, a key=value argument). Such a line is skipped with a note rather than rejected
+    /// word by word; anything that has one of those parts is still read as a bridge line, so a
+    /// damaged bridge line gets its precise error.
+    private static func isProse(_ words: [String]) -> Bool {
+        guard let first = words.first, TransportName.known(matching: first) == nil else { return false }
+        return !words.contains { word in
+            word.contains("=") || (word.contains(":") && word.contains(where: \.isNumber))
+                || (word.count == 40 && word.allSatisfy(\.isHexDigit))
         }
     }
 
@@ -313,4 +333,9 @@ enum JSONListReader {
         }
         return .list(entries)
     }
+}
+
+extension BridgeConfigError.Code {
+    /// A pasted line that is prose, not a bridge line (a note).
+    public static let proseSkipped = Self("prose-skipped")
 }
