@@ -274,7 +274,7 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
         let retries = Mutex(0)
         let events = TransportEventSink { event in if event.kind == .retrying { retries.withLock { $0 += 1 } } }
         for _ in 0..<12 {
-            let connection = try await Obfs4Transport(handshakeTimeout: .seconds(5)).dial(server.endpoint, configuration: server.configuration, context: DialContext(events: events))
+            let connection = try await Obfs4Transport(handshakeTimeout: .seconds(60)).dial(server.endpoint, configuration: server.configuration, context: DialContext(events: events))
             try await connection.write(Array("ping".utf8))
             #expect(try await connection.read(maximumCount: 64) == Array("ping".utf8))
             connection.close()
@@ -287,7 +287,7 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
         var mismatches = 0
         for _ in 0..<12 {
             do {
-                let connection = try await Obfs4Transport(handshakeTimeout: .seconds(5), retryForOldBridges: false)
+                let connection = try await Obfs4Transport(handshakeTimeout: .seconds(60), retryForOldBridges: false)
                     .dial(server.endpoint, configuration: server.configuration, context: DialContext())
                 connection.close()
             } catch let error as TransportError where error.code == .obfs4AuthMismatch {
