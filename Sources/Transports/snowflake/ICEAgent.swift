@@ -258,11 +258,24 @@ public final class ICEAgent: Sendable {
     public var state: State { events.snapshot.withLock { $0.state } }
 
     /// Sends one datagram on the selected pair.
+    ///
+    /// Under the `closed` lock: `release` frees the agent only after it has set `closed` under that
+    /// lock, so a send either completes before the agent is freed or sees `closed` and fails.
+    /// Without it, a channel closed while its DTLS layer was still writing (a connection-assist
+    /// probe that closes as soon as the data channel opens) called libnice with the freed agent:
+    /// "nice_agent_send: assertion 'NICE_IS_AGENT (agent)' failed", a use after free.
     public func send(_ datagram: [UInt8]) throws(SnowflakeError) {
-        let sent = datagram.withUnsafeBufferPointer { buffer in
-            buffer.baseAddress!.withMemoryRebound(to: gchar.self, capacity: buffer.count) {
-                nice_agent_send(handles.agent, handles.stream, 1, guint(buffer.count), $0)
+        let handles = handles
+        let sent = handles.closed.withLock { closed -> Int32? in
+            guard !closed else { return nil }
+            return datagram.withUnsafeBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: gchar.self, capacity: buffer.count) {
+                    nice_agent_send(handles.agent, handles.stream, 1, guint(buffer.count), $0)
+                }
             }
+        }
+        guard let sent else {
+            throw SnowflakeError(code: .closed, kind: .network, message: "ICE send after the agent was closed")
         }
         guard sent == Int32(datagram.count) else {
             throw SnowflakeError(code: .connection, kind: .network, message: "ICE send failed")
