@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The main job, end to end on one machine with no Tor access: a private Tor network behind a
-# censor that blocks Tor (scripts/testbed, block-tor), then Postern getting through it.
+# The main job, end to end on one machine with no Tor access, as users meet it: a private Tor
+# network behind a censor that blocks Tor (scripts/testbed, block-tor), then Postern getting through.
 #   1. a direct attempt, which the censor stalls;
-#   2. the test bed's obfs4 bridge stored with `postern bridges add`, `postern transport use obfs4`,
-#      and `postern run` bootstrapping through our own obfs4 client;
-#   3. a page fetched through 127.0.0.1:39050 with remote DNS; the route and phase timings printed;
-#   4. a short A/B of obfs4, snowflake and direct (`postern ab`), ending with its verdict.
+#   2. the bridges pasted as people receive them (a message with prose around the lines), stored by
+#      `postern bridges add -`, and `postern run` with the transport `auto`: connection assist finds
+#      a way in (the route and phase timings are printed);
+#   3. a page fetched through 127.0.0.1:39050 with remote DNS;
+#   4. a short A/B of obfs4, snowflake and direct (`postern ab`) on a link where they differ (the
+#      test bed's `throttle-obfs4` profile: the obfs4 bridge's path capped at 256 kbit/s, as censors
+#      throttle what they recognise), ending with its verdict.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
@@ -45,12 +48,18 @@ for _ in $(seq 1 30); do grep -q "stalled:" "$config/direct.log" && break; sleep
 kill -INT "$run_pid" 2>/dev/null; wait "$run_pid" 2>/dev/null || true; run_pid=""
 grep "stalled:" "$config/direct.log" || { cat "$config/direct.log"; echo "demo: expected a stall" >&2; exit 1; }
 
-step "3/5 adding the obfs4 bridge (as a user pastes it) and choosing obfs4"
-printf 'Bridge %s\n' "$TB_BRIDGE_OBFS4" | p bridges add -
-p transport use obfs4
+step "3/5 pasting the bridges as they arrived (prose and all), transport auto, postern run"
+# What a user gets from a friend or a bot: lines inside a message. The paste parser keeps the
+# bridge lines and says what it skipped.
+{
+  printf 'Hi! These are the bridges I promised. Copy everything into Postern:\n\n'
+  printf '  Bridge %s\n' "$TB_BRIDGE_OBFS4"
+  printf '  %s\n\n' "$TB_BRIDGE_SNOWFLAKE"
+  printf 'If one stops working, tell me and I will send new ones. Stay safe.\n'
+} > "$config/message.txt"
+p bridges add - < "$config/message.txt"
+p transport use auto
 p bridges list
-
-step "4/5 postern run through obfs4 (our Swift obfs4 client), then a page through 127.0.0.1:39050"
 started=$(date +%s.%N)
 "${run_cmd[@]}" > "$config/run.log" 2>&1 &
 run_pid=$!
@@ -58,33 +67,36 @@ tail -f "$config/run.log" --pid "$run_pid" 2>/dev/null &
 for _ in $(seq 1 240); do grep -q "^ready:" "$config/run.log" && break; kill -0 "$run_pid" 2>/dev/null || break; sleep 0.25; done
 grep -q "^ready:" "$config/run.log" || { echo "demo: postern did not become ready" >&2; exit 1; }
 ready_s=$(since "$started")
+
+step "4/5 a page through 127.0.0.1:39050 (name resolved at the exit)"
 host=$(printf "%s" "$TB_HTTP_NAME_URL" | sed -E 's|^http://([^/:]+).*|\1|')
 fetch_started=$(date +%s.%N)
 page=$(in_ns curl --silent --show-error --max-time 30 --socks5-hostname 127.0.0.1:39050 "$TB_HTTP_NAME_URL")
 fetch_s=$(since "$fetch_started")
 if printf '%s' "$page" | grep -q "$TB_HTTP_MARKER"; then
-  printf '\nfetched %s through Postern (name resolved at the exit, socks5h): %d bytes, marker found\n' "$TB_HTTP_NAME_URL" "${#page}"
+  printf '\nfetched %s through Postern (socks5h): %d bytes, marker found\n' "$TB_HTTP_NAME_URL" "${#page}"
 else
   echo "demo: the page did not come through" >&2; exit 1
 fi
 kill -INT "$run_pid" 2>/dev/null; wait "$run_pid" 2>/dev/null || true; run_pid=""
 
-step "5/5 which way in is best here? a short A/B of obfs4, snowflake and direct (3 trials each)"
-# Each trial is a child `postern run` with a fresh data directory and a SOCKS port of its own; the
-# snowflake bridge joins the stored ones for it. The table and the verdict come from the trials.
-printf 'Bridge %s\n' "$TB_BRIDGE_SNOWFLAKE" | p bridges add - >/dev/null
+step "5/5 which way in is best here? A/B of obfs4, snowflake and direct on a throttled link (4 trials each)"
+# The censor now also throttles the obfs4 bridge's path to 256 kbit/s (link profile throttle-obfs4);
+# both transports still get through. Each trial is a child `postern run` with a fresh data
+# directory and a SOCKS port of its own; the table and the verdict come from the trials.
+scripts/testbed profile throttle-obfs4 --dir "$tb_dir" >/dev/null
 ab_started=$(date +%s.%N)
-p ab obfs4 snowflake direct --trials 3 --parallel 3 --seed 15 --trial-timeout direct=15 --trial-timeout 90 \
-  --probe-url "$TB_BLOB_URL" --probe-bytes 262144 --tor-options-file "$TB_CLIENT_TORRC" --network "demo (block-tor)" \
+p ab obfs4 snowflake direct --trials 4 --parallel 3 --seed 15 --trial-timeout direct=15 --trial-timeout 90 \
+  --probe-url "$TB_BLOB_URL" --probe-bytes 262144 --tor-options-file "$TB_CLIENT_TORRC" --network "demo (block-tor, throttle-obfs4)" \
   > "$config/ab.log" 2> "$config/ab.err" || { cat "$config/ab.err"; echo "demo: postern ab failed" >&2; exit 1; }
 ab_s=$(since "$ab_started")
 cat "$config/ab.log"
 grep -qE "^(Best here|No clear best|No route got through)" "$config/ab.log" || { echo "demo: the A/B gave no verdict" >&2; exit 1; }
 
 step "summary"
-printf 'censor:           block-tor (direct route stalled)\n'
+printf 'censor:           block-tor (direct route stalled); for the A/B also throttle-obfs4\n'
 printf 'route that worked: %s\n' "$(sed -n 's/^ready: .*(route: \(.*\), .*/\1/p' "$config/run.log")"
 printf 'start → ready:     %s s\n' "$ready_s"
 printf 'page fetch:        %s s (%s)\n' "$fetch_s" "$host"
-printf 'A/B (9 trials):    %s s; %s\n' "$ab_s" "$(grep -E '^(Best here|No clear best|No route got through)' "$config/ab.log")"
+printf 'A/B (12 trials):   %s s; %s\n' "$ab_s" "$(grep -E '^(Best here|No clear best|No route got through)' "$config/ab.log")"
 printf 'whole demo:        %s s\n' "$(since "$t0")"
