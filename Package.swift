@@ -1,21 +1,11 @@
 // swift-tools-version: 6.0
 import PackageDescription
-import Foundation
 
-// The tor core is built by scripts/build-tor-core.sh into a git-ignored prefix inside the package
-// (see docs/TOR-CORE-PROVENANCE.md). Its location is derived from this file so that a plain
-// `swift build` works once the core exists (Sources/CTor/ctor.h includes the header relative to itself).
-let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
-let torPrefix = "\(packageDirectory)/.deps/tor"
-
-// libnice's and GLib's headers (what `pkg-config --cflags nice` names); glibconfig.h lives in the
-// multiarch library directory.
-let glibConfigDirectory = ["x86_64-linux-gnu", "aarch64-linux-gnu"]
-    .map { "/usr/lib/\($0)/glib-2.0/include" }
-    .first { FileManager.default.fileExists(atPath: $0) } ?? "/usr/lib/glib-2.0/include"
-let niceIncludeDirectories = ["/usr/include/nice", "/usr/include/glib-2.0", glibConfigDirectory]
-let niceIncludeFlags = niceIncludeDirectories.flatMap { ["-Xcc", "-I\($0)"] }
-
+// The tor core (scripts/build-tor-core.sh, docs/TOR-CORE-PROVENANCE.md) and libnice's headers are
+// reached through pkg-config files that script writes into the core's prefix (tor-embedded.pc,
+// postern-nice.pc), never through -L/-I flags: SwiftPM refuses a versioned dependency whose targets
+// carry unsafe build flags. PKG_CONFIG_PATH must name <prefix>/lib/pkgconfig (the Makefile and
+// scripts/swift-env.sh set it for .deps/tor; for a dependent package see docs/TOR-CORE-PROVENANCE.md).
 let package = Package(
     name: "Postern",
     platforms: [.macOS(.v14)],
@@ -25,8 +15,8 @@ let package = Package(
         .executable(name: "postern", targets: ["postern"]),
     ],
     targets: [
-        // The only C-facing module for tor: tor_api.h from the pinned build.
-        .systemLibrary(name: "CTor", path: "Sources/CTor"),
+        // The only C-facing module for tor: tor_api.h and the link line of the pinned build.
+        .systemLibrary(name: "CTor", path: "Sources/CTor", pkgConfig: "tor-embedded"),
         // libsodium (Debian libsodium-dev) for the obfs4 primitives.
         .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
                        providers: [.apt(["libsodium-dev"])]),
@@ -52,24 +42,21 @@ let package = Package(
                 path: "Sources/Transports/obfs4"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
         .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
-                path: "Sources/Transports/snowflake",
-                swiftSettings: [.unsafeFlags(niceIncludeFlags)]),
+                path: "Sources/Transports/snowflake"),
         // The webtunnel client: TLS (COpenSSL) and an HTTP/1.1 upgrade, then tor's bytes unframed.
         .target(name: "WebtunnelTransport", dependencies: ["TransportBase", "COpenSSL"], path: "Sources/Transports/webtunnel"),
         // libnice, GLib/GObject and usrsctp opened with dlopen on the first snowflake connection
         // (CNice and CUsrsctp declare them but link nothing), so other routes never map them.
-        .target(name: "CSnowflakeLibraries", path: "Sources/CSnowflakeLibraries",
-                cSettings: [.unsafeFlags(niceIncludeDirectories.map { "-I\($0)" })]),
-        // libnice (Debian libnice-dev) for snowflake's ICE. Include paths come from niceIncludeFlags
-        // rather than pkgConfig, whose -pthread makes SwiftPM warn on every build.
-        .systemLibrary(name: "CNice", path: "Sources/CNice"),
+        .target(name: "CSnowflakeLibraries", dependencies: ["CNice"], path: "Sources/CSnowflakeLibraries"),
+        // libnice (Debian libnice-dev) for snowflake's ICE. Its include paths come from postern-nice.pc
+        // rather than libnice's nice.pc, whose -pthread makes SwiftPM warn on every build.
+        .systemLibrary(name: "CNice", path: "Sources/CNice", pkgConfig: "postern-nice"),
         // OpenSSL 3 (Debian libssl-dev) for snowflake's DTLS.
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
         .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
         .target(name: "PosternCore", dependencies: ["CTor", "CCurl", "CSecp256k1", "CSodium", "BridgeConfig", "TransportBase"],
-                path: "Sources/Core",
-                linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
+                path: "Sources/Core"),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
         .executableTarget(name: "postern",

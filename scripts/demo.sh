@@ -7,7 +7,7 @@
 #   3. a page fetched through 127.0.0.1:39050 with remote DNS; the route and phase timings printed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+source "$(dirname "${BASH_SOURCE[0]}")/swift-env.sh"  # swift on PATH, the tor core on PKG_CONFIG_PATH
 postern="$(swift build -c release --show-bin-path)/postern"
 [ -x "$postern" ] || { echo "demo: build postern first (make demo does)" >&2; exit 1; }
 
