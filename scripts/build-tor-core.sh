@@ -65,8 +65,9 @@ if [ "$verify_only" = 1 ]; then verify "$tarball"; exit 0; fi
 # The pkg-config files Package.swift's system modules name (SwiftPM refuses a dependency whose
 # targets pass -L or -I as unsafe flags, so these are the only way in). Written on every run, also
 # into a prefix built before they existed; each is replaced atomically and only when it changes.
-#  - tor-embedded.pc: the core's header and link line, relative to the file (${pcfiledir}), so a
-#    prefix still works when moved or reached through a symlink.
+#  - tor-embedded.pc: the core's include and library directories, relative to the file
+#    (${pcfiledir}), so a prefix still works when moved or reached through a symlink. The -l flags
+#    are CTor's module map's (autolinked; see there why not here), checked against LINK_LIBS.
 #  - postern-nice.pc: libnice's and GLib's include directories only. libnice's own nice.pc adds
 #    -pthread, which SwiftPM does not allow and warns about on every build, and its libraries, which
 #    Postern does not link (CSnowflakeLibraries opens them with dlopen).
@@ -80,6 +81,9 @@ write_pkg_config() { # $1 = prefix
   command -v pkg-config >/dev/null || die "pkg-config is not installed (apt-get install pkg-config)"
   nice_cflags=$(pkg-config --cflags-only-I nice 2>/dev/null | sed 's/ *$//') || die "libnice's pkg-config file is missing (apt-get install libnice-dev)"
   nice_version=$(pkg-config --modversion nice)
+  local module_links
+  module_links=$(sed -n 's/^ *link "\(.*\)"$/-l\1/p' "$repo_root/Sources/CTor/module.modulemap" | paste -sd' ')
+  [ "$module_links" = "$LINK_LIBS" ] || die "Sources/CTor/module.modulemap links '$module_links', LINK_LIBS is '$LINK_LIBS': change them together"
   mkdir -p "$1/lib/pkgconfig"
   write_if_changed "$1/lib/pkgconfig/tor-embedded.pc" <<PC
 prefix=\${pcfiledir}/../..
@@ -90,7 +94,7 @@ Name: tor-embedded
 Description: Tor $TOR_VERSION client core as a static library (Postern)
 Version: $TOR_VERSION
 Cflags: -I\${includedir}
-Libs: -L\${libdir} $LINK_LIBS
+Libs: -L\${libdir}
 PC
   write_if_changed "$1/lib/pkgconfig/postern-nice.pc" <<PC
 Name: postern-nice
