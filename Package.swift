@@ -35,16 +35,19 @@ let package = Package(
         .systemLibrary(name: "CSecp256k1", path: "Sources/CSecp256k1", pkgConfig: "libsecp256k1",
                        providers: [.apt(["libsecp256k1-dev"])]),
 
-        .target(name: "BridgeConfig", path: "Sources/BridgeConfig",
+        // One helper per low-level concern, below every other module: system calls retried on EINTR
+        // with errno as a typed error, and the one shape of the public error structs.
+        .target(name: "PosternSystem", path: "Sources/PosternSystem"),
+        .target(name: "BridgeConfig", dependencies: ["PosternSystem"], path: "Sources/BridgeConfig",
                 resources: [.copy("Resources/builtin-bridges.json")]),
-        .target(name: "TransportBase", dependencies: ["BridgeConfig", "CEpoll", "CSpawn"], path: "Sources/Transports/Base"),
-        .target(name: "Obfs4Transport", dependencies: ["TransportBase", "CSodium"],
+        .target(name: "TransportBase", dependencies: ["PosternSystem", "BridgeConfig", "CEpoll", "CSpawn"], path: "Sources/Transports/Base"),
+        .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
-        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
+        .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
                 path: "Sources/Transports/snowflake"),
         // The webtunnel client: TLS (COpenSSL) and an HTTP/1.1 upgrade, then tor's bytes unframed.
-        .target(name: "WebtunnelTransport", dependencies: ["TransportBase", "COpenSSL"], path: "Sources/Transports/webtunnel"),
+        .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "TransportBase", "COpenSSL"], path: "Sources/Transports/webtunnel"),
         // libnice, GLib/GObject and usrsctp opened with dlopen on the first snowflake connection
         // (CNice and CUsrsctp declare them but link nothing), so other routes never map them.
         .target(name: "CSnowflakeLibraries", dependencies: ["CNice"], path: "Sources/CSnowflakeLibraries"),
@@ -55,12 +58,12 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
         .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
-        .target(name: "PosternCore", dependencies: ["CTor", "CCurl", "CSecp256k1", "CSodium", "BridgeConfig", "TransportBase"],
+        .target(name: "PosternCore", dependencies: ["PosternSystem", "CTor", "CCurl", "CSecp256k1", "CSodium", "BridgeConfig", "TransportBase"],
                 path: "Sources/Core"),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
         .executableTarget(name: "postern",
-                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "CQREncode",
+                          dependencies: ["PosternSystem", "PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "CQREncode",
                                          "TrialAnalysis"],
                           path: "Sources/postern"),
 
