@@ -1,4 +1,5 @@
 import CCurl
+import PosternSystem
 import Foundation
 
 /// One libcurl easy handle; the only owner, freed in deinit. Every call goes through `check`, which

@@ -1,4 +1,5 @@
 import CCurl
+import PosternSystem
 import CSodium
 import Foundation
 #if canImport(Glibc)

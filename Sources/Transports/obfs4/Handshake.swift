@@ -11,6 +11,7 @@
 // (`obfs4ServerMarkNotFound`). The reader holds at most 8192 bytes plus one read; the wait for
 // them is bounded by `Obfs4Transport.handshakeTimeout`.
 import Glibc
+import PosternSystem
 import TransportBase
 
 extension TransportError.Code {

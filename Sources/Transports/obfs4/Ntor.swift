@@ -1,4 +1,5 @@
 import TransportBase
+import PosternSystem
 
 extension TransportError.Code {
     public static let obfs4AuthMismatch = Self(rawValue: "obfs4-ntor-auth-mismatch")

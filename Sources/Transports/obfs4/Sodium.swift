@@ -1,4 +1,5 @@
 import CSodium
+import PosternSystem
 import TransportBase
 
 // The libsodium boundary. Every call goes through these helpers, which check results and turn

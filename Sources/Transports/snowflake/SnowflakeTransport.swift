@@ -1,4 +1,5 @@
 import BridgeConfig
+import PosternSystem
 import Foundation
 import Synchronization
 import TransportBase
