@@ -38,13 +38,16 @@ let package = Package(
         // One helper per low-level concern, below every other module: system calls retried on EINTR
         // with errno as a typed error, and the one shape of the public error structs.
         .target(name: "PosternSystem", path: "Sources/PosternSystem"),
+        // The one place for digests (SHA-1 for WebSocket only, SHA-256, SHA-512), HMAC, HKDF and
+        // randomness; libsodium initialised once per process.
+        .target(name: "PosternCrypto", dependencies: ["CSodium"], path: "Sources/PosternCrypto"),
         .target(name: "BridgeConfig", dependencies: ["PosternSystem"], path: "Sources/BridgeConfig",
                 resources: [.copy("Resources/builtin-bridges.json")]),
         .target(name: "TransportBase", dependencies: ["PosternSystem", "BridgeConfig", "CEpoll", "CSpawn"], path: "Sources/Transports/Base"),
-        .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "TransportBase", "CSodium"],
+        .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
-        .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
+        .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
                 path: "Sources/Transports/snowflake"),
         // The webtunnel client: TLS (COpenSSL) and an HTTP/1.1 upgrade, then tor's bytes unframed.
         .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "TransportBase", "COpenSSL"], path: "Sources/Transports/webtunnel"),
@@ -58,7 +61,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
         .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
-        .target(name: "PosternCore", dependencies: ["PosternSystem", "CTor", "CCurl", "CSecp256k1", "CSodium", "BridgeConfig", "TransportBase"],
+        .target(name: "PosternCore", dependencies: ["PosternSystem", "PosternCrypto", "CTor", "CCurl", "CSecp256k1", "CSodium", "BridgeConfig", "TransportBase"],
                 path: "Sources/Core"),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
@@ -76,12 +79,12 @@ let package = Package(
                           path: "Sources/postern-bench"),
         // Real peers on loopback (obfs4proxy as a managed server, echo/sink servers) for tests and benchmarks.
         .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Sources/TransportTestSupport"),
-        .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport"],
+        .testTarget(name: "TransportTests", dependencies: ["PosternCrypto", "TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport"],
                     path: "Tests/TransportTests"),
         .testTarget(name: "WebtunnelTests", dependencies: ["WebtunnelTransport", "TransportBase", "TransportTestSupport"], path: "Tests/WebtunnelTests"),
-        .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport", "TransportBase", "PosternTestSupport"], path: "Tests/SnowflakeTests",
+        .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TransportBase", "PosternTestSupport"], path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "CoreTests", dependencies: ["PosternCore", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
+        .testTarget(name: "CoreTests", dependencies: ["PosternCrypto", "PosternCore", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
                     exclude: ["Vectors"]),
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),

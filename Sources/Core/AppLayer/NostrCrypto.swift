@@ -1,3 +1,4 @@
+import PosternCrypto
 import CSecp256k1
 import CSodium
 import Foundation
@@ -11,7 +12,7 @@ final class Secp256k1Context: @unchecked Sendable {
     private init() {
         pointer = secp256k1_context_create(UInt32(SECP256K1_CONTEXT_NONE))
         var seed = [UInt8](repeating: 0, count: 32)
-        randombytes_buf(&seed, 32)
+        SecureRandom.fill(&seed)
         _ = secp256k1_context_randomize(pointer, seed)
     }
 
@@ -48,7 +49,7 @@ public struct NostrKeyPair: Sendable, Hashable {
     public static func generate() -> NostrKeyPair {
         while true {
             var secret = [UInt8](repeating: 0, count: 32)
-            randombytes_buf(&secret, 32)
+            SecureRandom.fill(&secret)
             if let pair = try? NostrKeyPair(secretKey: secret) { return pair }
         }
     }
@@ -60,7 +61,7 @@ public struct NostrKeyPair: Sendable, Hashable {
         guard message32.count == 32 else { throw AppLayerError(.crypto, kind: .usage, "BIP-340 signs 32-byte messages here") }
         var aux = auxiliaryRandomness ?? {
             var bytes = [UInt8](repeating: 0, count: 32)
-            randombytes_buf(&bytes, 32)
+            SecureRandom.fill(&bytes)
             return bytes
         }()
         guard aux.count == 32 else { throw AppLayerError(.crypto, kind: .usage, "aux randomness is 32 bytes") }
@@ -114,41 +115,6 @@ enum Hex {
     }
 }
 
-/// SHA-256, HMAC-SHA256 and HKDF (RFC 5869) from libsodium.
-enum Digest {
-    static func sha256(_ data: some Collection<UInt8>) -> [UInt8] {
-        let bytes = Array(data)
-        var out = [UInt8](repeating: 0, count: 32)
-        crypto_hash_sha256(&out, bytes, UInt64(bytes.count))
-        return out
-    }
-
-    static func hmacSHA256(key: [UInt8], _ parts: [UInt8]...) -> [UInt8] {
-        var state = crypto_auth_hmacsha256_state()
-        crypto_auth_hmacsha256_init(&state, key, key.count)
-        for part in parts { crypto_auth_hmacsha256_update(&state, part, UInt64(part.count)) }
-        var out = [UInt8](repeating: 0, count: 32)
-        crypto_auth_hmacsha256_final(&state, &out)
-        return out
-    }
-
-    static func hkdfExtract(salt: [UInt8], inputKeyMaterial: [UInt8]) -> [UInt8] {
-        hmacSHA256(key: salt, inputKeyMaterial)
-    }
-
-    static func hkdfExpand(pseudoRandomKey: [UInt8], info: [UInt8], length: Int) -> [UInt8] {
-        var output: [UInt8] = []
-        var previous: [UInt8] = []
-        var counter: UInt8 = 1
-        while output.count < length {
-            previous = hmacSHA256(key: pseudoRandomKey, previous, info, [counter])
-            output += previous
-            counter += 1
-        }
-        return Array(output.prefix(length))
-    }
-}
-
 /// NIP-44 version 2: ECDH (unhashed x) → HKDF-extract with salt "nip44-v2" → per-message keys by
 /// HKDF-expand(nonce) → padded plaintext, ChaCha20 (IETF, counter 0), HMAC-SHA256 over nonce ‖
 /// ciphertext. Payload: base64(0x02 ‖ nonce(32) ‖ ciphertext ‖ mac(32)).
@@ -192,7 +158,7 @@ public enum NIP44 {
     public static func encrypt(_ plaintext: String, conversationKey: [UInt8], nonce: [UInt8]? = nil) throws(AppLayerError) -> String {
         let nonce = nonce ?? {
             var bytes = [UInt8](repeating: 0, count: 32)
-            randombytes_buf(&bytes, 32)
+            SecureRandom.fill(&bytes)
             return bytes
         }()
         let message = Array(plaintext.utf8)

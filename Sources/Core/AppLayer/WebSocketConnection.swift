@@ -1,6 +1,6 @@
+import PosternCrypto
 import CCurl
 import PosternSystem
-import CSodium
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -327,7 +327,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     private static func handshake(handle: CurlHandle, socket: Int32, url: URL, host: String, port: Int, secure: Bool,
                                   timeout: Duration) throws(AppLayerError) -> [UInt8] {
         var nonce = [UInt8](repeating: 0, count: 16)
-        randombytes_buf(&nonce, 16)
+        SecureRandom.fill(&nonce)
         let key = Data(nonce).base64EncodedString()
         var path = url.path.isEmpty ? "/" : url.path
         if let query = url.query { path += "?" + query }
