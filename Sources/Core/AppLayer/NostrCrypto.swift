@@ -1,6 +1,6 @@
 import PosternCrypto
-import CSecp256k1
-import CSodium
+internal import CSecp256k1
+internal import CSodium
 import Foundation
 
 /// The secp256k1 context: one owner, destroyed in deinit. Randomized once against side channels.

@@ -1,4 +1,4 @@
-import CCurl
+internal import CCurl
 import Foundation
 
 /// A completed HTTP response (bodies are small here: relay lists, not downloads).

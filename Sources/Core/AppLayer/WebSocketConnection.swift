@@ -1,5 +1,5 @@
 import PosternCrypto
-import CCurl
+internal import CCurl
 import PosternSystem
 import Foundation
 #if canImport(Glibc)

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Foundation
 import PosternSystem
-import CEpoll
+internal import CEpoll
 import Synchronization
 
 /// One epoll thread that wakes suspended socket operations.

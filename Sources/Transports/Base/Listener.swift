@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import CEpoll
+internal import CEpoll
 import PosternSystem
 import Glibc
 #endif

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import CSpawn
+internal import CSpawn
 import Glibc
 #endif
 import Foundation

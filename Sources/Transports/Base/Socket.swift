@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 // cepoll.h includes <sys/socket.h>: when CEpoll's clang module is built first it owns SOCK_STREAM
 // and friends, which are then visible only to files that import it.
-import CEpoll
+internal import CEpoll
 import PosternSystem
 import Glibc
 #endif

@@ -1,5 +1,5 @@
 import PosternCrypto
-import CSodium
+internal import CSodium
 import PosternSystem
 import TransportBase
 

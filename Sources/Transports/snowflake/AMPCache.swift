@@ -1,5 +1,4 @@
 import PosternCrypto
-import COpenSSL
 import Foundation
 
 // AMP cache URLs (upstream common/amp/cache.go, after the AMP project's "AMP cache URL format").

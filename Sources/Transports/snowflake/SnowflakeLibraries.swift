@@ -1,4 +1,4 @@
-import CSnowflakeLibraries
+internal import CSnowflakeLibraries
 import PosternSystem
 
 extension SnowflakeError.Code {
