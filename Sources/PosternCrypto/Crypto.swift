@@ -56,18 +56,18 @@ public enum Digest {
     }
 
     public static func sha256(_ message: some Collection<UInt8>) -> [UInt8] {
-        LibSodium.require()
-        let bytes = Array(message)
-        var digest = [UInt8](repeating: 0, count: 32)
-        crypto_hash_sha256(&digest, bytes, UInt64(bytes.count))
-        return digest
+        sodiumDigest(Array(message), length: 32) { crypto_hash_sha256($0, $1, $2) }
     }
 
     public static func sha512(_ message: some Collection<UInt8>) -> [UInt8] {
+        sodiumDigest(Array(message), length: 64) { crypto_hash_sha512($0, $1, $2) }
+    }
+
+    private static func sodiumDigest(_ bytes: [UInt8], length: Int,
+                                     _ hash: (UnsafeMutablePointer<UInt8>, UnsafePointer<UInt8>, UInt64) -> Int32) -> [UInt8] {
         LibSodium.require()
-        let bytes = Array(message)
-        var digest = [UInt8](repeating: 0, count: 64)
-        crypto_hash_sha512(&digest, bytes, UInt64(bytes.count))
+        var digest = [UInt8](repeating: 0, count: length)
+        _ = hash(&digest, bytes, UInt64(bytes.count))
         return digest
     }
 
