@@ -44,13 +44,13 @@ let package = Package(
         .target(name: "BridgeConfig", dependencies: ["PosternSystem"], path: "Sources/BridgeConfig",
                 resources: [.copy("Resources/builtin-bridges.json")]),
         .target(name: "TransportBase", dependencies: ["PosternSystem", "BridgeConfig", "CEpoll", "CSpawn"], path: "Sources/Transports/Base"),
-        .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "TransportBase", "CSodium"],
+        .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
         .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
                 path: "Sources/Transports/snowflake"),
         // The webtunnel client: TLS (COpenSSL) and an HTTP/1.1 upgrade, then tor's bytes unframed.
-        .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "TransportBase", "COpenSSL"], path: "Sources/Transports/webtunnel"),
+        .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "COpenSSL"], path: "Sources/Transports/webtunnel"),
         // libnice, GLib/GObject and usrsctp opened with dlopen on the first snowflake connection
         // (CNice and CUsrsctp declare them but link nothing), so other routes never map them.
         .target(name: "CSnowflakeLibraries", dependencies: ["CNice"], path: "Sources/CSnowflakeLibraries"),

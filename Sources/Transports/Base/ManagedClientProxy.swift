@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import BridgeConfig
 import Glibc
 #endif
 import Foundation

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 internal import CSpawn
+import BridgeConfig
 import Glibc
 #endif
 import Foundation

@@ -80,9 +80,9 @@ struct BridgeHealthCheck {
         let parallel = try number("parallel", default: 10, range: 1...128)
         let timeout = Duration.milliseconds(Int64(try number("timeout", default: 10, range: 0.1...600) * 1000))
         let bootstrapTimeout = Duration.milliseconds(Int64(try number("bootstrap-timeout", default: 120, range: 1...3600) * 1000))
-        var transportFilter: BridgeConfig.TransportName?
+        var transportFilter: TransportName?
         if let name = arguments.value("transport") {
-            guard let transport = BridgeConfig.TransportName.known(matching: name) ?? BridgeConfig.TransportName(name) else {
+            guard let transport = TransportName.known(matching: name) ?? TransportName(name) else {
                 throw invocation.usageError("--transport: '\(name)' is not a transport name")
             }
             transportFilter = transport
@@ -102,7 +102,7 @@ struct BridgeHealthCheck {
             // per transport at the start, not a skipped row per bridge.
             let lacking = Dictionary(grouping: candidates.filter { candidate in
                 !candidate.line.transport.isVanilla
-                    && registry.transport(named: TransportBase.TransportName(candidate.line.transport.rawValue)!) == nil
+                    && registry.transport(named: candidate.line.transport) == nil
             }, by: { $0.line.transport.rawValue })
             for (transport, skipped) in lacking.sorted(by: { $0.key < $1.key }) {
                 invocation.output.error("note: \(plural(skipped.count, "built-in \(transport) bridge")) not tested: this build has no \(transport) client")
@@ -271,7 +271,7 @@ struct BridgeHealthCheck {
             health.handshake = .init(result: "skipped", detail: "vanilla: no transport handshake (see --bootstrap)")
             return health
         }
-        guard let transport = registry.transport(named: TransportBase.TransportName(line.transport.rawValue)!) else {
+        guard let transport = registry.transport(named: line.transport) else {
             health.handshake = .init(result: "skipped", detail: "the \(line.transport.rawValue) transport is not available in this build")
             return health
         }
