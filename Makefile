@@ -1,6 +1,9 @@
 # Postern. `make demo` runs the main job, `make test` the tests; both install what they need.
 SHELL := /bin/bash
 export PATH := $(PATH):/opt/swift/usr/bin
+# Package.swift reaches the tor core and libnice's headers through the pkg-config files that
+# scripts/build-tor-core.sh (run by `deps`) writes into the core's prefix (docs/TOR-CORE-PROVENANCE.md).
+export PKG_CONFIG_PATH := $(CURDIR)/.deps/tor/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
 
 .PHONY: all deps build test demo bench fuzz clean testbed-up testbed-down
 

@@ -1,21 +1,11 @@
 // swift-tools-version: 6.0
 import PackageDescription
-import Foundation
 
-// The tor core is built by scripts/build-tor-core.sh into a git-ignored prefix inside the package
-// (see docs/TOR-CORE-PROVENANCE.md). Its location is derived from this file so that a plain
-// `swift build` works once the core exists (Sources/CTor/ctor.h includes the header relative to itself).
-let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
-let torPrefix = "\(packageDirectory)/.deps/tor"
-
-// libnice's and GLib's headers (what `pkg-config --cflags nice` names); glibconfig.h lives in the
-// multiarch library directory.
-let glibConfigDirectory = ["x86_64-linux-gnu", "aarch64-linux-gnu"]
-    .map { "/usr/lib/\($0)/glib-2.0/include" }
-    .first { FileManager.default.fileExists(atPath: $0) } ?? "/usr/lib/glib-2.0/include"
-let niceIncludeDirectories = ["/usr/include/nice", "/usr/include/glib-2.0", glibConfigDirectory]
-let niceIncludeFlags = niceIncludeDirectories.flatMap { ["-Xcc", "-I\($0)"] }
-
+// The tor core (scripts/build-tor-core.sh, docs/TOR-CORE-PROVENANCE.md) and libnice's headers are
+// reached through pkg-config files that script writes into the core's prefix (tor-embedded.pc,
+// postern-nice.pc), never through -L/-I flags: SwiftPM refuses a versioned dependency whose targets
+// carry unsafe build flags. PKG_CONFIG_PATH must name <prefix>/lib/pkgconfig (the Makefile and
+// scripts/swift-env.sh set it for .deps/tor; for a dependent package see docs/TOR-CORE-PROVENANCE.md).
 let package = Package(
     name: "Postern",
     platforms: [.macOS(.v14)],
@@ -28,8 +18,8 @@ let package = Package(
         .executable(name: "postern", targets: ["postern"]),
     ],
     targets: [
-        // The only C-facing module for tor: tor_api.h from the pinned build.
-        .systemLibrary(name: "CTor", path: "Sources/CTor"),
+        // The only C-facing module for tor: tor_api.h and the link line of the pinned build.
+        .systemLibrary(name: "CTor", path: "Sources/CTor", pkgConfig: "tor-embedded"),
         // libsodium (Debian libsodium-dev) for the obfs4 primitives.
         .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
                        providers: [.apt(["libsodium-dev"])]),
@@ -48,39 +38,43 @@ let package = Package(
         .systemLibrary(name: "CSecp256k1", path: "Sources/CSecp256k1", pkgConfig: "libsecp256k1",
                        providers: [.apt(["libsecp256k1-dev"])]),
 
-        .target(name: "BridgeConfig", path: "Sources/BridgeConfig",
+        // One helper per low-level concern, below every other module: system calls retried on EINTR
+        // with errno as a typed error, and the one shape of the public error structs.
+        .target(name: "PosternSystem", path: "Sources/PosternSystem"),
+        // The one place for digests (SHA-1 for WebSocket only, SHA-256, SHA-512), HMAC, HKDF and
+        // randomness; libsodium initialised once per process.
+        .target(name: "PosternCrypto", dependencies: ["CSodium"], path: "Sources/PosternCrypto"),
+        .target(name: "BridgeConfig", dependencies: ["PosternSystem"], path: "Sources/BridgeConfig",
                 resources: [.copy("Resources/builtin-bridges.json")]),
-        .target(name: "TransportBase", dependencies: ["BridgeConfig", "CEpoll", "CSpawn"], path: "Sources/Transports/Base"),
-        .target(name: "Obfs4Transport", dependencies: ["TransportBase", "CSodium"],
+        .target(name: "TransportBase", dependencies: ["PosternSystem", "BridgeConfig", "CEpoll", "CSpawn"], path: "Sources/Transports/Base"),
+        .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
-        .target(name: "SnowflakeTransport", dependencies: ["BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
-                path: "Sources/Transports/snowflake",
-                swiftSettings: [.unsafeFlags(niceIncludeFlags)]),
+        .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
+                path: "Sources/Transports/snowflake"),
         // The webtunnel client: TLS (COpenSSL) and an HTTP/1.1 upgrade, then tor's bytes unframed.
-        .target(name: "WebtunnelTransport", dependencies: ["TransportBase", "COpenSSL"], path: "Sources/Transports/webtunnel"),
+        .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "COpenSSL"], path: "Sources/Transports/webtunnel"),
         // libnice, GLib/GObject and usrsctp opened with dlopen on the first snowflake connection
         // (CNice and CUsrsctp declare them but link nothing), so other routes never map them.
-        .target(name: "CSnowflakeLibraries", path: "Sources/CSnowflakeLibraries",
-                cSettings: [.unsafeFlags(niceIncludeDirectories.map { "-I\($0)" })]),
-        // libnice (Debian libnice-dev) for snowflake's ICE. Include paths come from niceIncludeFlags
-        // rather than pkgConfig, whose -pthread makes SwiftPM warn on every build.
-        .systemLibrary(name: "CNice", path: "Sources/CNice"),
+        .target(name: "CSnowflakeLibraries", dependencies: ["CNice"], path: "Sources/CSnowflakeLibraries"),
+        // libnice (Debian libnice-dev) for snowflake's ICE. Its include paths come from postern-nice.pc
+        // rather than libnice's nice.pc, whose -pthread makes SwiftPM warn on every build.
+        .systemLibrary(name: "CNice", path: "Sources/CNice", pkgConfig: "postern-nice"),
         // OpenSSL 3 (Debian libssl-dev) for snowflake's DTLS.
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
         .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
-        .target(name: "PosternCore", dependencies: ["CTor", "CSodium", "BridgeConfig", "TransportBase"],
-                path: "Sources/Core",
-                linkerSettings: [.unsafeFlags(["-L\(torPrefix)/lib"])]),
+        .target(name: "PosternCore", dependencies: ["PosternSystem", "PosternCrypto", "CTor", "CSodium", "BridgeConfig", "TransportBase"],
+                path: "Sources/Core"),
         // The session an app embeds (settings, transports, connection assist,
         // live SETCONF, status), the bridge health check.
-        .target(name: "PosternRuntime", dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport",
-                                                       "WebtunnelTransport"],
+        .target(name: "PosternRuntime", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport",
+                                                       "SnowflakeTransport", "WebtunnelTransport"],
                 path: "Sources/Runtime"),
         // The app layer on top of the session: HTTP(S) and WebSocket through
         // its SOCKS port (libcurl), Nostr relays and NIP-17, the geo relay directory.
-        .target(name: "PosternAppLayer", dependencies: ["PosternCore", "PosternRuntime", "BridgeConfig", "TransportBase", "CCurl", "CSecp256k1", "CSodium"],
+        .target(name: "PosternAppLayer", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternRuntime", "BridgeConfig", "TransportBase",
+                                                        "CCurl", "CSecp256k1", "CSodium"],
                 path: "Sources/AppLayer"),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
@@ -88,7 +82,7 @@ let package = Package(
         // typed results, the HTML report, OONI measurements and merges (`postern ab` renders them).
         .target(name: "PosternTrials", dependencies: ["BridgeConfig", "TransportBase", "TrialAnalysis"], path: "Sources/PosternTrials"),
         .executableTarget(name: "postern",
-                          dependencies: ["PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "CQREncode",
+                          dependencies: ["PosternSystem", "PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "CQREncode",
                                          "TrialAnalysis", "PosternRuntime", "PosternAppLayer", "PosternTrials"],
                           path: "Sources/postern"),
 
@@ -101,12 +95,12 @@ let package = Package(
                           path: "Sources/postern-bench"),
         // Real peers on loopback (obfs4proxy as a managed server, echo/sink servers) for tests and benchmarks.
         .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Sources/TransportTestSupport"),
-        .testTarget(name: "TransportTests", dependencies: ["TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport"],
+        .testTarget(name: "TransportTests", dependencies: ["PosternCrypto", "TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport"],
                     path: "Tests/TransportTests"),
         .testTarget(name: "WebtunnelTests", dependencies: ["WebtunnelTransport", "TransportBase", "TransportTestSupport"], path: "Tests/WebtunnelTests"),
-        .testTarget(name: "SnowflakeTests", dependencies: ["SnowflakeTransport", "TransportBase", "PosternTestSupport"], path: "Tests/SnowflakeTests",
+        .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TransportBase", "PosternTestSupport"], path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "CoreTests", dependencies: ["PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
+        .testTarget(name: "CoreTests", dependencies: ["PosternCrypto", "PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
                     exclude: ["Vectors"]),
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),

@@ -6,7 +6,7 @@
 # .testbed/bench-assist and always takes it down.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+source "$(dirname "${BASH_SOURCE[0]}")/swift-env.sh"  # swift on PATH, the tor core on PKG_CONFIG_PATH
 swift build -c release --product postern-bench
 swift build -c release --product postern
 bin=$(swift build -c release --show-bin-path)

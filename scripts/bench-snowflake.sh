@@ -5,7 +5,7 @@
 # namespace and always takes it down. Extra arguments go to postern-bench.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+source "$(dirname "${BASH_SOURCE[0]}")/swift-env.sh"  # swift on PATH, the tor core on PKG_CONFIG_PATH
 swift build -c release --static-swift-stdlib --product postern-bench
 bench=$(swift build -c release --show-bin-path)/postern-bench
 dir="$PWD/.testbed/bench"

@@ -9,7 +9,7 @@
 # Extra arguments go to the snowflake benchmark.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+source "$(dirname "${BASH_SOURCE[0]}")/swift-env.sh"  # swift on PATH, the tor core on PKG_CONFIG_PATH
 build=(swift build -c release --static-swift-stdlib)
 "${build[@]}" --product postern
 "${build[@]}" --product postern-bench

@@ -7,7 +7,10 @@
 #   scripts/build-tor-core.sh                 fetch (apt-get source), verify, build, install
 #   scripts/build-tor-core.sh --tarball FILE  verify and build FILE instead of fetching
 #   scripts/build-tor-core.sh --verify-only FILE   only check FILE's hash (exit 1 on mismatch)
-#   --prefix DIR   install prefix (default: <repo>/.deps/tor, where Package.swift looks)
+#   scripts/build-tor-core.sh --pkg-config-only    only (re)write the prefix's pkg-config files
+#   --prefix DIR   install prefix (default: <repo>/.deps/tor)
+# Package.swift finds the core through pkg-config: put DIR/lib/pkgconfig on PKG_CONFIG_PATH (the
+# Makefile and scripts/swift-env.sh do; a package that depends on Postern: docs/TOR-CORE-PROVENANCE.md).
 set -euo pipefail
 
 TOR_VERSION="0.4.9.11"
@@ -21,13 +24,17 @@ CONFIGURE_FLAGS=(
   --disable-seccomp --disable-libscrypt --disable-systemd
 )
 LINK_LIBS="-ltor -levent -lssl -lcrypto -lz -lzstd -llzma -lm"
-BUILD_DEPS=(gcc make patch pkg-config dpkg-dev libevent-dev libssl-dev zlib1g-dev libzstd-dev liblzma-dev)
+BUILD_DEPS=(gcc make patch pkg-config dpkg-dev libevent-dev libssl-dev zlib1g-dev libzstd-dev liblzma-dev
+  # not for tor: the C libraries Package.swift's other system modules name, so that this one command
+  # readies a machine to build Postern (or a package that depends on it)
+  libsodium-dev libsecp256k1-dev libcurl4-openssl-dev libnice-dev libusrsctp-dev libqrencode-dev)
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 prefix="$repo_root/.deps/tor"
 work="$repo_root/.deps/tor-build"
 tarball=""
 verify_only=0
+pkg_config_only=0
 
 die() { echo "build-tor-core: error: $*" >&2; exit 1; }
 say() { echo "build-tor-core: $*" >&2; }
@@ -36,8 +43,9 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --tarball) tarball="${2:?--tarball needs a file}"; shift 2 ;;
     --verify-only) tarball="${2:?--verify-only needs a file}"; verify_only=1; shift 2 ;;
+    --pkg-config-only) pkg_config_only=1; shift ;;
     --prefix) prefix="${2:?--prefix needs a directory}"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-tor-core: unknown option '$1' (see --help)" >&2; exit 64 ;;
   esac
 done
@@ -54,16 +62,51 @@ verify() { # $1 = tarball path
 
 if [ "$verify_only" = 1 ]; then verify "$tarball"; exit 0; fi
 
-# Postern's own fixes to the pinned source, applied in order after verification (see
-# docs/TOR-CORE-PROVENANCE.md). Their content is part of the build's identity.
-patches=("$repo_root"/patches/tor/*.patch)
-[ -e "${patches[0]}" ] || patches=()
-patches_id=$(cat /dev/null "${patches[@]}" | sha256sum | cut -d' ' -f1)
-flags_id=$(printf '%s\n' "$TOR_VERSION" "$TOR_ORIG_SHA256" "${CONFIGURE_FLAGS[@]}" "$LINK_LIBS" "$patches_id" | sha256sum | cut -d' ' -f1)
-stamp="$prefix/.postern-stamp"
-if [ -z "$tarball" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$flags_id" ] && [ -f "$prefix/lib/libtor.a" ]; then
-  say "tor core $TOR_VERSION already built in $prefix (nothing to do)"
-  exit 0
+# The pkg-config files Package.swift's system modules name (SwiftPM refuses a dependency whose
+# targets pass -L or -I as unsafe flags, so these are the only way in). Written on every run, also
+# into a prefix built before they existed; each is replaced atomically and only when it changes.
+#  - tor-embedded.pc: the core's include and library directories, relative to the file
+#    (${pcfiledir}), so a prefix still works when moved or reached through a symlink. The -l flags
+#    are CTor's module map's (autolinked; see there why not here), checked against LINK_LIBS.
+#  - postern-nice.pc: libnice's and GLib's include directories only. libnice's own nice.pc adds
+#    -pthread, which SwiftPM does not allow and warns about on every build, and its libraries, which
+#    Postern does not link (CSnowflakeLibraries opens them with dlopen).
+write_if_changed() { # $1 = file; content on stdin
+  local tmp="$1.tmp.$$"
+  cat > "$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else mv -f "$tmp" "$1"; fi
+}
+write_pkg_config() { # $1 = prefix
+  local nice_cflags nice_version
+  command -v pkg-config >/dev/null || die "pkg-config is not installed (apt-get install pkg-config)"
+  nice_cflags=$(pkg-config --cflags-only-I nice 2>/dev/null | sed 's/ *$//') || die "libnice's pkg-config file is missing (apt-get install libnice-dev)"
+  nice_version=$(pkg-config --modversion nice)
+  local module_links
+  module_links=$(sed -n 's/^ *link "\(.*\)"$/-l\1/p' "$repo_root/Sources/CTor/module.modulemap" | paste -sd' ')
+  [ "$module_links" = "$LINK_LIBS" ] || die "Sources/CTor/module.modulemap links '$module_links', LINK_LIBS is '$LINK_LIBS': change them together"
+  mkdir -p "$1/lib/pkgconfig"
+  write_if_changed "$1/lib/pkgconfig/tor-embedded.pc" <<PC
+prefix=\${pcfiledir}/../..
+libdir=\${prefix}/lib
+includedir=\${prefix}/include
+
+Name: tor-embedded
+Description: Tor $TOR_VERSION client core as a static library (Postern)
+Version: $TOR_VERSION
+Cflags: -I\${includedir}
+Libs: -L\${libdir}
+PC
+  write_if_changed "$1/lib/pkgconfig/postern-nice.pc" <<PC
+Name: postern-nice
+Description: libnice $nice_version and GLib headers for Postern's snowflake transport (nothing linked: dlopened)
+Version: $nice_version
+Cflags: $nice_cflags
+Libs:
+PC
+}
+if [ "$pkg_config_only" = 1 ]; then
+  [ -f "$prefix/lib/libtor.a" ] || die "no tor core in $prefix (run scripts/build-tor-core.sh without --pkg-config-only)"
+  write_pkg_config "$prefix"; exit 0
 fi
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -74,6 +117,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   say "installing build dependencies: ${missing[*]}"
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Postern's own fixes to the pinned source, applied in order after verification (see
+# docs/TOR-CORE-PROVENANCE.md). Their content is part of the build's identity.
+patches=("$repo_root"/patches/tor/*.patch)
+[ -e "${patches[0]}" ] || patches=()
+patches_id=$(cat /dev/null "${patches[@]}" | sha256sum | cut -d' ' -f1)
+flags_id=$(printf '%s\n' "$TOR_VERSION" "$TOR_ORIG_SHA256" "${CONFIGURE_FLAGS[@]}" "$LINK_LIBS" "$patches_id" | sha256sum | cut -d' ' -f1)
+stamp="$prefix/.postern-stamp"
+if [ -z "$tarball" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$flags_id" ] && [ -f "$prefix/lib/libtor.a" ]; then
+  write_pkg_config "$prefix"
+  say "tor core $TOR_VERSION already built in $prefix (nothing to do)"
+  exit 0
 fi
 
 mkdir -p "$work"
@@ -121,18 +177,9 @@ rm -rf "$staging"
 mkdir -p "$staging/lib/pkgconfig" "$staging/include"
 cp "$src/libtor.a" "$staging/lib/"
 cp "$src/src/feature/api/tor_api.h" "$staging/include/"
-cat > "$staging/lib/pkgconfig/tor-embedded.pc" <<PC
-prefix=$prefix
-libdir=\${prefix}/lib
-includedir=\${prefix}/include
-
-Name: tor-embedded
-Description: Tor $TOR_VERSION client core as a static library (Postern)
-Version: $TOR_VERSION
-Cflags: -I\${includedir}
-Libs: -L\${libdir} $LINK_LIBS
-PC
+write_pkg_config "$staging"
 echo "$flags_id" > "$staging/.postern-stamp"
 rm -rf "$prefix.old"; [ -d "$prefix" ] && mv "$prefix" "$prefix.old"
 mv "$staging" "$prefix"; rm -rf "$prefix.old"
 say "installed libtor.a ($(du -h "$prefix/lib/libtor.a" | cut -f1)) and tor_api.h into $prefix"
+say "for swift build: export PKG_CONFIG_PATH=$prefix/lib/pkgconfig\${PKG_CONFIG_PATH:+:\$PKG_CONFIG_PATH}"

@@ -11,7 +11,7 @@
 #      throttle what they recognise), ending with its verdict.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+source "$(dirname "${BASH_SOURCE[0]}")/swift-env.sh"  # swift on PATH, the tor core on PKG_CONFIG_PATH
 postern="$(swift build -c release --show-bin-path)/postern"
 [ -x "$postern" ] || { echo "demo: build postern first (make demo does)" >&2; exit 1; }
 

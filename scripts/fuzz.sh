@@ -13,7 +13,7 @@
 # corpora and artifacts elsewhere.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+source "$(dirname "${BASH_SOURCE[0]}")/swift-env.sh"  # swift on PATH, the tor core on PKG_CONFIG_PATH
 
 seconds=${FUZZ_SECONDS:-60}
 results=""

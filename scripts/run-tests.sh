@@ -13,7 +13,7 @@
 # stay in .test-output/ for inspection.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+source "$(dirname "${BASH_SOURCE[0]}")/swift-env.sh"  # swift on PATH, the tor core on PKG_CONFIG_PATH
 scripts/install-deps.sh
 scripts/install-test-peers.sh
 echo "== building" >&2

@@ -1,57 +1,43 @@
+import PosternSystem
+
 /// An error from the app layer (activation, proxied HTTP, WebSocket, Nostr, geo directory).
 ///
-/// Same shape as ``TorCoreError``: an extensible ``Code``, a coarse ``Kind`` and a message that
-/// never carries a bridge secret.
-public struct AppLayerError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+/// The shape of every public Postern error (``CodedError``): an extensible ``Code``, a coarse
+/// ``Kind`` and a message that never carries a bridge secret.
+public typealias AppLayerError = CodedError<AppLayerErrorDomain>
 
-        /// Tor is wanted (preference on) and not ready: nothing was sent.
-        public static let torNotReady = Code("tor-not-ready")
-        /// The connection waited for Tor the maximum number of times and stays closed.
-        public static let gaveUpWaitingForTor = Code("gave-up-waiting-for-tor")
-        public static let invalidURL = Code("invalid-url")
-        /// A .onion destination with the Tor preference off: refused, never resolved.
-        public static let onionNeedsTor = Code("onion-needs-tor")
-        public static let transport = Code("transport")
-        public static let httpStatus = Code("http-status")
-        public static let tooLarge = Code("too-large")
-        public static let timedOut = Code("timed-out")
-        public static let webSocketProtocol = Code("websocket-protocol")
-        public static let webSocketClosed = Code("websocket-closed")
-        public static let invalidCSV = Code("invalid-csv")
-        public static let crypto = Code("crypto")
-        public static let invalidEvent = Code("invalid-event")
-        public static let filesystem = Code("filesystem")
-        public static let libraryFailure = Code("library-failure")
-    }
+public enum AppLayerErrorDomain: ErrorDomain {
+    public static var defaultKind: AppLayerError.Kind { .failure }
+}
 
-    public struct Kind: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+extension AppLayerError.Code {
+    /// Tor is wanted (preference on) and not ready: nothing was sent.
+    public static let torNotReady = Self("tor-not-ready")
+    /// The connection waited for Tor the maximum number of times and stays closed.
+    public static let gaveUpWaitingForTor = Self("gave-up-waiting-for-tor")
+    public static let invalidURL = Self("invalid-url")
+    /// A .onion destination with the Tor preference off: refused, never resolved.
+    public static let onionNeedsTor = Self("onion-needs-tor")
+    public static let transport = Self("transport")
+    public static let httpStatus = Self("http-status")
+    public static let tooLarge = Self("too-large")
+    public static let timedOut = Self("timed-out")
+    public static let webSocketProtocol = Self("websocket-protocol")
+    public static let webSocketClosed = Self("websocket-closed")
+    public static let invalidCSV = Self("invalid-csv")
+    public static let crypto = Self("crypto")
+    public static let invalidEvent = Self("invalid-event")
+    public static let filesystem = Self("filesystem")
+    public static let libraryFailure = Self("library-failure")
+}
 
-        /// The input or the caller's request cannot work.
-        public static let usage = Kind("usage")
-        /// The network, the peer or the machine failed.
-        public static let failure = Kind("failure")
-        /// Fail-closed refusal: Tor is wanted and not available.
-        public static let blocked = Kind("blocked")
-    }
-
-    public var code: Code
-    public var kind: Kind
-    public var message: String
-
-    public init(_ code: Code, kind: Kind = .failure, _ message: String) {
-        self.code = code
-        self.kind = kind
-        self.message = message
-    }
-
-    public var description: String { message }
+extension AppLayerError.Kind {
+    /// The input or the caller's request cannot work.
+    public static let usage = Self("usage")
+    /// The network, the peer or the machine failed.
+    public static let failure = Self("failure")
+    /// Fail-closed refusal: Tor is wanted and not available.
+    public static let blocked = Self("blocked")
 }
 
 /// Something the app layer wants a host application to know (libraries never print).

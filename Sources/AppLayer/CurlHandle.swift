@@ -1,4 +1,5 @@
-import CCurl
+internal import CCurl
+import PosternSystem
 import Foundation
 import PosternCore
 

@@ -1,5 +1,6 @@
-import CSecp256k1
-import CSodium
+import PosternCrypto
+internal import CSecp256k1
+internal import CSodium
 import Foundation
 import PosternCore
 
@@ -12,7 +13,7 @@ final class Secp256k1Context: @unchecked Sendable {
     private init() {
         pointer = secp256k1_context_create(UInt32(SECP256K1_CONTEXT_NONE))
         var seed = [UInt8](repeating: 0, count: 32)
-        randombytes_buf(&seed, 32)
+        SecureRandom.fill(&seed)
         _ = secp256k1_context_randomize(pointer, seed)
     }
 
@@ -49,7 +50,7 @@ public struct NostrKeyPair: Sendable, Hashable {
     public static func generate() -> NostrKeyPair {
         while true {
             var secret = [UInt8](repeating: 0, count: 32)
-            randombytes_buf(&secret, 32)
+            SecureRandom.fill(&secret)
             if let pair = try? NostrKeyPair(secretKey: secret) { return pair }
         }
     }
@@ -61,7 +62,7 @@ public struct NostrKeyPair: Sendable, Hashable {
         guard message32.count == 32 else { throw AppLayerError(.crypto, kind: .usage, "BIP-340 signs 32-byte messages here") }
         var aux = auxiliaryRandomness ?? {
             var bytes = [UInt8](repeating: 0, count: 32)
-            randombytes_buf(&bytes, 32)
+            SecureRandom.fill(&bytes)
             return bytes
         }()
         guard aux.count == 32 else { throw AppLayerError(.crypto, kind: .usage, "aux randomness is 32 bytes") }
@@ -131,7 +132,7 @@ public enum NIP44 {
     public static func encrypt(_ plaintext: String, conversationKey: [UInt8], nonce: [UInt8]? = nil) throws(AppLayerError) -> String {
         let nonce = nonce ?? {
             var bytes = [UInt8](repeating: 0, count: 32)
-            randombytes_buf(&bytes, 32)
+            SecureRandom.fill(&bytes)
             return bytes
         }()
         let message = Array(plaintext.utf8)

@@ -1,4 +1,4 @@
-import CSodium
+import PosternCrypto
 import Foundation
 import PosternCore
 
@@ -109,7 +109,7 @@ enum NostrJSON {
 /// key, tagged with the recipient). Timestamps of seal and wrap are moved up to 2 days back.
 public enum NIP17 {
     static func randomPast(_ now: Int) -> Int {
-        now - Int(randombytes_uniform(2 * 24 * 3600))
+        now - Int(SecureRandom.uniform(2 * 24 * 3600))
     }
 
     public static func giftWrap(message: String, from sender: NostrKeyPair, to recipient: String,

@@ -1,5 +1,6 @@
-import CCurl
-import CSodium
+import PosternCrypto
+internal import CCurl
+import PosternSystem
 import Foundation
 import PosternCore
 #if canImport(Glibc)
@@ -327,7 +328,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     private static func handshake(handle: CurlHandle, socket: Int32, url: URL, host: String, port: Int, secure: Bool,
                                   timeout: Duration) throws(AppLayerError) -> [UInt8] {
         var nonce = [UInt8](repeating: 0, count: 16)
-        randombytes_buf(&nonce, 16)
+        SecureRandom.fill(&nonce)
         let key = Data(nonce).base64EncodedString()
         var path = url.path.isEmpty ? "/" : url.path
         if let query = url.query { path += "?" + query }

@@ -16,7 +16,7 @@
 // cap minus what the message already holds before it is ever converted to Int or buffered, so a
 // length of 2^62 costs nothing (1009); control frames are at most 125 bytes. The parser holds at
 // most one message under the cap plus one read.
-import CSodium
+import PosternCrypto
 import Foundation
 import PosternCore
 
@@ -62,7 +62,7 @@ enum WebSocketFrameEncoder {
             bytes += (0..<8).reversed().map { UInt8((UInt64(length) >> (UInt64($0) * 8)) & 0xFF) }
         }
         var key = [UInt8](repeating: 0, count: 4)
-        randombytes_buf(&key, 4)
+        SecureRandom.fill(&key)
         bytes += key
         var index = 0
         bytes.reserveCapacity(bytes.count + length)
@@ -210,42 +210,6 @@ struct WebSocketFrameParser {
             throw violation(WebSocketCloseStatus.invalidPayload, "text message is not UTF-8")
         }
         return .text(text)
-    }
-}
-
-/// SHA-1, only for checking Sec-WebSocket-Accept (RFC 6455 §4.2.2), where it is not a security
-/// primitive; libsodium has none.
-enum SHA1 {
-    static func digest(_ message: [UInt8]) -> [UInt8] {
-        var h: [UInt32] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0]
-        var data = message
-        let bitLength = UInt64(message.count) * 8
-        data.append(0x80)
-        while data.count % 64 != 56 { data.append(0) }
-        data += (0..<8).reversed().map { UInt8((bitLength >> (UInt64($0) * 8)) & 0xFF) }
-        var w = [UInt32](repeating: 0, count: 80)
-        for chunk in stride(from: 0, to: data.count, by: 64) {
-            for i in 0..<16 {
-                w[i] = (0..<4).reduce(UInt32(0)) { $0 << 8 | UInt32(data[chunk + i * 4 + $1]) }
-            }
-            for i in 16..<80 {
-                let x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]
-                w[i] = x << 1 | x >> 31
-            }
-            var (a, b, c, d, e) = (h[0], h[1], h[2], h[3], h[4])
-            for i in 0..<80 {
-                let (f, k): (UInt32, UInt32) = switch i {
-                case 0..<20: ((b & c) | (~b & d), 0x5A827999)
-                case 20..<40: (b ^ c ^ d, 0x6ED9EBA1)
-                case 40..<60: ((b & c) | (b & d) | (c & d), 0x8F1BBCDC)
-                default: (b ^ c ^ d, 0xCA62C1D6)
-                }
-                let temp = (a << 5 | a >> 27) &+ f &+ e &+ k &+ w[i]
-                (e, d, c, b, a) = (d, c, b << 30 | b >> 2, a, temp)
-            }
-            h[0] = h[0] &+ a; h[1] = h[1] &+ b; h[2] = h[2] &+ c; h[3] = h[3] &+ d; h[4] = h[4] &+ e
-        }
-        return h.flatMap { word in (0..<4).reversed().map { UInt8((word >> (UInt32($0) * 8)) & 0xFF) } }
     }
 }
 

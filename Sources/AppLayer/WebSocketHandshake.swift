@@ -12,6 +12,7 @@
 // the peer chose; the only peer-controlled size is the head itself, capped at
 // `maximumHeadBytes` (a head that has not ended by then is refused, not buffered); the wait for it
 // is bounded by the connect timeout in WebSocketConnection.
+import PosternCrypto
 import Foundation
 import PosternCore
 
@@ -64,7 +65,7 @@ struct WebSocketHandshakeReader {
     }
 
     static func acceptValue(for key: String) -> String {
-        Data(SHA1.digest(Array((key + WebSocketConnection.guid).utf8))).base64EncodedString()
+        Data(Digest.sha1(Array((key + WebSocketConnection.guid).utf8))).base64EncodedString()
     }
 
     /// Checks the head (without its final CR LF CR LF) byte by byte: status 101, Upgrade:

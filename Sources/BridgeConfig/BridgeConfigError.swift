@@ -1,32 +1,19 @@
+import PosternSystem
+
 /// The one public error type of BridgeConfig.
 ///
 /// It is a struct rather than an enum so that new codes can be added without breaking callers:
 /// match on `code` (an open set of named constants) and show `message` to the user. Messages never
 /// contain a bridge address, fingerprint, cert or URL unless the caller asked for unsafe logging.
+///
+/// Codes and kinds are PosternSystem's open name sets, as in every public Postern error
+/// (``CodedError``); this one is its own struct because it also says where in a paste it is.
 public struct BridgeConfigError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong, as a stable machine-readable name.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-    }
-
+    public typealias Code = ErrorCode<BridgeConfigError>
     /// The broad class of the failure, for callers that only need to decide how to react
     /// (for example: exit status 64 for `invalidInput`, 1 for `storage`).
-    public struct Kind: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-
-        /// The input (a bridge line, a relay address, a transport name) is malformed.
-        public static let invalidInput = Kind("invalid input")
-        /// The request is well formed but conflicts with what is stored (duplicate, unknown ID).
-        public static let conflict = Kind("conflict")
-        /// A configured limit would be exceeded.
-        public static let limit = Kind("limit")
-        /// Reading or writing the configuration store failed.
-        public static let storage = Kind("storage")
-    }
+    public typealias Kind = ErrorKind<BridgeConfigError>
 
     public let code: Code
     public let kind: Kind
@@ -51,6 +38,17 @@ public struct BridgeConfigError: Error, Hashable, Sendable, CustomStringConverti
     func located(at location: PasteLocation) -> BridgeConfigError {
         BridgeConfigError(code: code, kind: kind, message: "\(location): \(message)", location: location, word: word)
     }
+}
+
+extension BridgeConfigError.Kind {
+    /// The input (a bridge line, a relay address, a transport name) is malformed.
+    public static let invalidInput = Self("invalid input")
+    /// The request is well formed but conflicts with what is stored (duplicate, unknown ID).
+    public static let conflict = Self("conflict")
+    /// A configured limit would be exceeded.
+    public static let limit = Self("limit")
+    /// Reading or writing the configuration store failed.
+    public static let storage = Self("storage")
 }
 
 /// A non-fatal remark about the input: a warning (something the user should probably look at) or a

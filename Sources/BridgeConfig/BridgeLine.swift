@@ -1,3 +1,5 @@
+import PosternSystem
+
 /// One bridge: `[transport] address [fingerprint] [key=value ...]`, the grammar of tor's `Bridge`
 /// option (pt-spec.md §6) without the `Bridge` keyword.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import PosternSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -64,21 +65,16 @@ public struct BridgeStore: Sendable {
             throw storageError(.storeUnreadable, "cannot read \(filePath): \(describeErrno(code))")
         }
         defer { close(descriptor) }
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw storageError(.storeUnreadable, "cannot read \(filePath): \(describeErrno(errno))")
-            }
-            if count == 0 { break }
-            data.append(contentsOf: buffer[0..<count])
-            if data.count > Self.maximumFileSize {
-                throw corrupt("it is larger than \(Self.maximumFileSize) bytes")
-            }
+        let bytes: [UInt8]
+        do throws(SystemCallError) {
+            bytes = try SystemCall.readAll(descriptor, maximumCount: Self.maximumFileSize)
+        } catch {
+            throw storageError(.storeUnreadable, "cannot read \(filePath): \(describeErrno(error.number))")
         }
-        return data
+        if bytes.count > Self.maximumFileSize {
+            throw corrupt("it is larger than \(Self.maximumFileSize) bytes")
+        }
+        return Data(bytes)
     }
 
     private struct VersionProbe: Decodable { let version: Int? }
@@ -268,11 +264,11 @@ public struct BridgeStore: Sendable {
         guard descriptor >= 0 else {
             throw storageError(.storeLockFailed, "cannot open the lock file \(lockPath): \(describeErrno(errno))")
         }
-        while flock(descriptor, LOCK_EX) != 0 {
-            if errno == EINTR { continue }
-            let code = errno
+        do throws(SystemCallError) {
+            try SystemCall.retrying("flock") { flock(descriptor, LOCK_EX) }
+        } catch {
             close(descriptor)
-            throw storageError(.storeLockFailed, "cannot lock \(lockPath): \(describeErrno(code))")
+            throw storageError(.storeLockFailed, "cannot lock \(lockPath): \(describeErrno(error.number))")
         }
         return descriptor
     }
@@ -293,21 +289,12 @@ public struct BridgeStore: Sendable {
             throw storageError(.storeWriteFailed, "cannot create a temporary file in \(directory): \(describeErrno(errno))")
         }
         var failure: BridgeConfigError?
-        let written = data.withUnsafeBytes { raw -> Int32 in
-            var offset = 0
-            while offset < raw.count {
-                let count = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                offset += count
-            }
-            return 0
+        do throws(SystemCallError) {
+            try SystemCall.writeAll(descriptor, data)
+        } catch {
+            failure = storageError(.storeWriteFailed, "cannot write \(filePath): \(describeErrno(error.number))")
         }
-        if written != 0 {
-            failure = storageError(.storeWriteFailed, "cannot write \(filePath): \(describeErrno(written))")
-        } else if fsync(descriptor) != 0 {
+        if failure == nil, fsync(descriptor) != 0 {
             failure = storageError(.storeWriteFailed, "cannot flush \(filePath) to disk: \(describeErrno(errno))")
         }
         close(descriptor)

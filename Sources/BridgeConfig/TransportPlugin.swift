@@ -1,3 +1,5 @@
+import PosternSystem
+
 /// An external pluggable transport: a pt-spec managed client (such as Debian's `obfs4proxy` or
 /// `snowflake-client`) that Postern starts and talks to over SOCKS, for the transports it names.
 ///

@@ -1,3 +1,5 @@
+import PosternSystem
+
 /// Per-transport argument rules, from the specs in docs/specs (obfs4.md §1, snowflake.md §2 and §11,
 /// other-transports.md §1–2). Lines for transports Postern does not know are accepted with a warning
 /// and their arguments are not checked.

@@ -1,45 +1,29 @@
-/// An error from the embedded tor core or its control connection.
-///
-/// A struct with an extensible ``Code`` (new codes can be added without breaking callers), a
-/// human-readable message and a coarse ``Kind`` that tells a caller how to react.
-public struct TorCoreError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+import PosternSystem
 
-        public static let alreadyRunning = Code("already-running")
-        public static let ffiFailure = Code("ffi-failure")
-        public static let controlClosed = Code("control-closed")
-        public static let controlProtocol = Code("control-protocol")
-        public static let commandRejected = Code("command-rejected")
-        public static let invalidConfiguration = Code("invalid-configuration")
-        public static let torExited = Code("tor-exited")
-        public static let notRunning = Code("not-running")
-        public static let timedOut = Code("timed-out")
-        public static let filesystem = Code("filesystem")
-    }
+/// An error from the embedded tor core or its control connection: the shape of every public
+/// Postern error (``CodedError``), an extensible ``Code``, a coarse ``Kind`` and a message.
+public typealias TorCoreError = CodedError<TorCoreErrorDomain>
 
-    public struct Kind: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+public enum TorCoreErrorDomain: ErrorDomain {
+    public static var defaultKind: TorCoreError.Kind { .failure }
+}
 
-        /// The caller asked for something that cannot work (bad option, wrong state).
-        public static let usage = Kind("usage")
-        /// Tor or the machine failed while doing what was asked.
-        public static let failure = Kind("failure")
-    }
+extension TorCoreError.Code {
+    public static let alreadyRunning = Self("already-running")
+    public static let ffiFailure = Self("ffi-failure")
+    public static let controlClosed = Self("control-closed")
+    public static let controlProtocol = Self("control-protocol")
+    public static let commandRejected = Self("command-rejected")
+    public static let invalidConfiguration = Self("invalid-configuration")
+    public static let torExited = Self("tor-exited")
+    public static let notRunning = Self("not-running")
+    public static let timedOut = Self("timed-out")
+    public static let filesystem = Self("filesystem")
+}
 
-    public var code: Code
-    public var kind: Kind
-    public var message: String
-
-    public init(_ code: Code, kind: Kind = .failure, _ message: String) {
-        self.code = code
-        self.kind = kind
-        self.message = message
-    }
-
-    public var description: String { message }
+extension TorCoreError.Kind {
+    /// The caller asked for something that cannot work (bad option, wrong state).
+    public static let usage = Self("usage")
+    /// Tor or the machine failed while doing what was asked.
+    public static let failure = Self("failure")
 }

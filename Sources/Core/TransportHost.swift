@@ -30,7 +30,7 @@ public final class TransportHost: Sendable {
     public func ensure(_ names: [String]) throws(TorCoreError) -> [String: UInt16] {
         var transports: [String: any PluggableTransport] = [:]
         for name in names {
-            guard let transportName = TransportBase.TransportName(name), let transport = registry.transport(named: transportName) else {
+            guard let transportName = TransportName(name), let transport = registry.transport(named: transportName) else {
                 throw TorCoreError(.invalidConfiguration, kind: .usage,
                                    "the \(name) transport is not available in this build (available: \(availableTransports.joined(separator: ", "))); an external client can serve it: 'postern transport plugin add \(name) PATH'")
             }

@@ -71,7 +71,7 @@ struct AssistProbes: Sendable {
             let endpoints = route.bridges.compactMap { try? TransportEndpoint(parsing: $0.address.description) }
             return await tcp(Array(endpoints.prefix(peersPerRoute)), started: started)
         }
-        guard let client = TransportBase.TransportName(transport.rawValue).flatMap({ registry.transport(named: $0) }) else {
+        guard let client = registry.transport(named: transport) else {
             return ProbeResult(outcome: .skipped, milliseconds: 0, steps: [], peersTried: 0, peersAnswered: 0)
         }
         let isSnowflake = transport == .snowflake

@@ -58,12 +58,12 @@ public enum Transports {
             let served = plugin.names.filter { plugin.replacesBuiltin || !builtinNames.contains($0.rawValue) }
             guard !served.isEmpty else { continue }
             let state = (stateLocation ?? URL(fileURLWithPath: NSTemporaryDirectory())).appendingPathComponent("pt_state").path
-            let client = ManagedPluginClient(.init(names: plugin.names.map { TransportBase.TransportName($0.rawValue)! },
+            let client = ManagedPluginClient(.init(names: plugin.names,
                                                    executable: plugin.executable, arguments: plugin.arguments,
                                                    stateLocation: state))
             clients.withLock { $0.append(client) }
             for name in served {
-                external[name.rawValue] = ExternalTransport(name: TransportBase.TransportName(name.rawValue)!, client: client,
+                external[name.rawValue] = ExternalTransport(name: name, client: client,
                                                             dialTimeout: dialTimeout)
             }
         }

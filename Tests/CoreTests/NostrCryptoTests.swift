@@ -1,3 +1,4 @@
+import PosternCrypto
 import Foundation
 import Testing
 @testable import PosternCore

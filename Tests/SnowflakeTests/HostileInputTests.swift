@@ -1,3 +1,4 @@
+import PosternCrypto
 import Foundation
 import Synchronization
 import Testing
@@ -309,7 +310,7 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
             let text = String(decoding: request, as: UTF8.self)
             guard let line = text.components(separatedBy: "\r\n").first(where: { $0.hasPrefix("Sec-WebSocket-Key: ") }) else { return [] }
             let key = line.dropFirst("Sec-WebSocket-Key: ".count)
-            let accept = Data(sha1(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
+            let accept = Data(Digest.sha1(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
             return [Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(accept)\r\n\r\n".utf8)] + frames
         }
         return try await WebSocketByteStream.connect(url: URL(string: "ws://server.invalid/")!,

@@ -1,3 +1,4 @@
+import PosternCrypto
 import Foundation
 import Synchronization
 import Testing
@@ -11,9 +12,9 @@ import TransportTestSupport
 final class ModelObfs4Server: @unchecked Sendable {
     enum AfterHandshake: Sendable { case echo, truncatedFrame, badTag, badLength }
 
-    let identitySecret = Sodium.randomBytes(32)
+    let identitySecret = SecureRandom.bytes(32)
     let identityKey: [UInt8]
-    let nodeID = Sodium.randomBytes(20)
+    let nodeID = SecureRandom.bytes(20)
     let listener: LoopbackListener
     private var acceptTask: Task<Void, Never>?
     private let handshakes = Mutex(0)
@@ -40,7 +41,7 @@ final class ModelObfs4Server: @unchecked Sendable {
     func stop() { listener.close(); acceptTask?.cancel() }
 
     private func hmac128(_ parts: [UInt8]...) -> [UInt8] {
-        Array(Sodium.hmacSHA256(key: identityKey + nodeID, parts: parts).prefix(16))
+        Array(Digest.hmacSHA256(key: identityKey + nodeID, parts: parts).prefix(16))
     }
 
     private func serve(_ socket: TCPSocket, oldBridge: Bool, behaviour: AfterHandshake) async throws {
@@ -68,14 +69,14 @@ final class ModelObfs4Server: @unchecked Sendable {
         let ntor = try Obfs4Ntor.server(serverSecret: ephemeral.secretKey, serverPublic: ephemeral.publicKey,
                                         identitySecret: identitySecret, identityKey: identityKey, nodeID: nodeID,
                                         clientPublic: clientPublic)
-        let padding = Sodium.randomBytes(Int(Sodium.randomUniform(64)))
+        let padding = SecureRandom.bytes(Int(SecureRandom.uniform(64)))
         let serverMark = hmac128(ephemeral.representative)
         let head = ephemeral.representative + ntor.auth + padding + serverMark
         let response = head + hmac128(head, epochHour)
         let keys = Obfs4Ntor.expand(keySeed: ntor.keySeed)
         var encoder = FrameEncoder(keys: DirectionKeys(keyMaterial: keys[72..<144]))
         var decoder = FrameDecoder(keys: DirectionKeys(keyMaterial: keys[0..<72]))
-        let seedFrame = try encoder.frame(type: 1, payload: Sodium.randomBytes(24))
+        let seedFrame = try encoder.frame(type: 1, payload: SecureRandom.bytes(24))
         try await socket.write(response + seedFrame)
         handshakes.withLock { $0 += 1 }
 
@@ -192,10 +193,10 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
     @Test func garbageFromTheServerIsRejected() async throws {
         let transport = Obfs4Transport(handshakeTimeout: .seconds(5))
         let configuration = try Obfs4BridgeConfiguration(arguments: TransportArguments(["cert": Self.goodCert, "iat-mode": "0"]))
-        let flood = try ScriptedPeer(sending: Sodium.randomBytes(9000), thenClose: false)
+        let flood = try ScriptedPeer(sending: SecureRandom.bytes(9000), thenClose: false)
         defer { flood.stop() }
         await expectDialFailure(transport, flood.endpoint, configuration, code: .obfs4ServerMarkNotFound)
-        let short = try ScriptedPeer(sending: Sodium.randomBytes(300), thenClose: true)
+        let short = try ScriptedPeer(sending: SecureRandom.bytes(300), thenClose: true)
         defer { short.stop() }
         await expectDialFailure(transport, short.endpoint, configuration, code: .obfs4ServerClosed)
     }
@@ -217,7 +218,7 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
         let bridge = try await Obfs4ProxyServer(orPort: echo.port, iatMode: 0)
         defer { bridge.stop() }
         let real = try Obfs4BridgeConfiguration(arguments: bridge.arguments)
-        let wrongNodeID = Obfs4BridgeConfiguration(identity: try Obfs4ServerIdentity(nodeID: Sodium.randomBytes(20), publicKey: real.identity.publicKey),
+        let wrongNodeID = Obfs4BridgeConfiguration(identity: try Obfs4ServerIdentity(nodeID: SecureRandom.bytes(20), publicKey: real.identity.publicKey),
                                                    iatMode: .none)
         await expectDialFailure(Obfs4Transport(handshakeTimeout: .seconds(2)), bridge.endpoint, wrongNodeID, code: .obfs4HandshakeTimeout)
         // And an unreachable port is a typed network error.
@@ -308,7 +309,7 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
         let connection = try await Obfs4Transport(handshakeTimeout: .seconds(10))
             .dial(relay.endpoint, configuration: try Obfs4BridgeConfiguration(arguments: bridge.arguments), context: DialContext())
         defer { connection.close() }
-        let payload = Sodium.randomBytes(200_000)
+        let payload = SecureRandom.bytes(200_000)
         Task { try? await connection.write(payload) }
         var received = 0
         do {

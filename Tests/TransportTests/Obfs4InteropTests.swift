@@ -1,3 +1,4 @@
+import PosternCrypto
 import Foundation
 import Testing
 import TransportBase
@@ -48,7 +49,7 @@ import TransportTestSupport
         defer { connection.close() }
 
         let size = Self.transferSize(iatMode: iatMode)
-        let payload = Sodium.randomBytes(size)
+        let payload = SecureRandom.bytes(size)
         let started = ContinuousClock.now
         async let sending: Void = {
             var offset = 0

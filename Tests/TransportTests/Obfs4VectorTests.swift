@@ -1,3 +1,4 @@
+import PosternCrypto
 import Foundation
 import Testing
 import TransportBase
@@ -63,7 +64,7 @@ private enum VectorA {
     }
 
     @Test func hkdfMatchesRFC5869CaseOne() {
-        let okm = hkdfSHA256(inputKeyMaterial: [UInt8](repeating: 0x0b, count: 22), salt: Array(0...12),
+        let okm = Digest.hkdfSHA256(inputKeyMaterial: [UInt8](repeating: 0x0b, count: 22), salt: Array(0...12),
                              info: Array(0xf0...0xf9), length: 42)
         #expect(hexString(okm) == "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865")
     }
@@ -114,7 +115,7 @@ private enum VectorA {
             #expect(Elligator2.decode(representative: pair.representative) == pair.publicKey)
             topBits.insert(pair.representative[31] & 0xC0)
             // The dirty key gives the same shared secret as the clean one.
-            let peer = Sodium.randomBytes(32)
+            let peer = SecureRandom.bytes(32)
             let clean = try Sodium.x25519Base(scalar: pair.secretKey)
             #expect(try Sodium.x25519(scalar: peer, point: pair.publicKey) == Sodium.x25519(scalar: peer, point: clean))
         }
@@ -219,7 +220,7 @@ private enum VectorA {
         #expect { try skewed.parseResponse(Self.response) } throws: { ($0 as? TransportError)?.code == .obfs4ServerMACMismatch }
 
         // Garbage without a mark: waits below 8192 bytes, fails at 8192.
-        let garbage = Sodium.randomBytes(8191)
+        let garbage = SecureRandom.bytes(8191)
         #expect(try handshake.parseResponse(garbage) == nil)
         #expect { try handshake.parseResponse(garbage + [0]) } throws: { ($0 as? TransportError)?.code == .obfs4ServerMarkNotFound }
     }
@@ -229,7 +230,7 @@ private enum VectorA {
         var response = Self.response
         response[40] ^= 0x01   // inside AUTH; MAC_S covers it, so recompute the MAC for the tampered bytes
         let markPosition = 32 + 32 + 10
-        let mac = Array(Sodium.hmacSHA256(key: Self.identity.hmacKey, Array(response[0..<markPosition + 16]), Array("480000".utf8)).prefix(16))
+        let mac = Array(Digest.hmacSHA256(key: Self.identity.hmacKey, Array(response[0..<markPosition + 16]), Array("480000".utf8)).prefix(16))
         response.replaceSubrange((markPosition + 16)..<(markPosition + 32), with: mac)
         #expect { try Self.handshake().parseResponse(response) } throws: { ($0 as? TransportError)?.code == .obfs4AuthMismatch }
     }

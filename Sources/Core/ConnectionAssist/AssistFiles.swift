@@ -1,4 +1,5 @@
 import Foundation
+import PosternSystem
 
 /// Connection assist's two small files, both written atomically with mode 0600 (a temporary file
 /// in the same directory, fsynced, then renamed over the old one):
@@ -86,18 +87,7 @@ public enum AssistFiles {
             throw TorCoreError(.filesystem, "cannot write \(temporary.path): \(String(cString: strerror(errno)))")
         }
         var failure: String?
-        data.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = String(cString: strerror(errno))
-                    return
-                }
-                offset += written
-            }
-        }
+        do throws(SystemCallError) { try SystemCall.writeAll(descriptor, data) } catch { failure = error.reason }
         if failure == nil, fsync(descriptor) != 0 { failure = String(cString: strerror(errno)) }
         close(descriptor)
         if let failure {

@@ -1,3 +1,4 @@
+import PosternCrypto
 import Foundation
 
 /// Connection assist's memory of which routes worked and failed, and how fast, per network:

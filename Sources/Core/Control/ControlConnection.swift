@@ -1,4 +1,5 @@
 import Foundation
+import PosternSystem
 import Synchronization
 
 /// A control connection over the owning socket that tor_api hands us.
@@ -111,18 +112,7 @@ public final class ControlConnection: Sendable {
     // MARK: Internals
 
     private func writeAll(_ bytes: [UInt8]) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { buffer in
-                Foundation.write(fileDescriptor, buffer.baseAddress, buffer.count)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            offset += written
-        }
-        return true
+        (try? SystemCall.writeAll(fileDescriptor, bytes)) != nil
     }
 
     private func close(reason: TorCoreError) {
@@ -146,8 +136,9 @@ public final class ControlConnection: Sendable {
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         var reason = TorCoreError(.controlClosed, "tor closed the control connection")
         reading: while true {
-            let count = chunk.withUnsafeMutableBytes { Foundation.read(fileDescriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
+            let count = (try? SystemCall.retrying("read") {
+                chunk.withUnsafeMutableBytes { Foundation.read(fileDescriptor, $0.baseAddress, $0.count) }
+            }) ?? -1
             if count <= 0 { break }
             buffer.append(contentsOf: chunk[0..<count])
             while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {

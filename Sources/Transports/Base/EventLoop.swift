@@ -2,7 +2,8 @@
 import Glibc
 #endif
 import Foundation
-import CEpoll
+import PosternSystem
+internal import CEpoll
 import Synchronization
 
 /// One epoll thread that wakes suspended socket operations.
@@ -116,10 +117,11 @@ final class IOEventLoop: Sendable {
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
         while true {
-            let count = epoll_wait(epollDescriptor, events, Int32(capacity), -1)
-            if count < 0 {
-                if errno == EINTR { continue }
-                fatalError("epoll_wait failed: errno \(errno)")
+            let count: Int32
+            do {
+                count = try SystemCall.retrying("epoll_wait") { epoll_wait(epollDescriptor, events, Int32(capacity), -1) }
+            } catch {
+                fatalError("epoll_wait failed: \(error)")
             }
             for index in 0..<Int(count) {
                 dispatch(descriptor: events[index].data.fd, events: events[index].events)

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
-import CEpoll
+internal import CEpoll
+import PosternSystem
 import Glibc
 #endif
 import Synchronization
@@ -55,17 +56,23 @@ public final class LoopbackListener: @unchecked Sendable {
             if let reason = socket.terminationReason { throw reason }
             // accept4 sets close-on-exec atomically: tor and Foundation spawn child processes
             // from other threads, which must not inherit a connection.
-            let descriptor = cepoll_accept_cloexec_nonblock(socket.descriptor)
+            let descriptor: Int32, code: Int32
+            do throws(SystemCallError) {
+                descriptor = try SystemCall.retrying("accept") { cepoll_accept_cloexec_nonblock(socket.descriptor) }
+                code = 0
+            } catch {
+                descriptor = -1
+                code = error.number
+            }
             if descriptor >= 0 {
                 var one: Int32 = 1
                 _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
                 return try TCPSocket(adopting: descriptor)
             }
-            let code = errno
             switch code {
             case EAGAIN, EWOULDBLOCK:
                 try await socket.waitForAcceptable()
-            case EINTR, ECONNABORTED, EPROTO:
+            case ECONNABORTED, EPROTO:
                 continue
             case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                 // Out of descriptors: back off rather than spin; the connection stays queued.

@@ -1,7 +1,9 @@
 #if canImport(Glibc)
+import BridgeConfig
 import Glibc
 #endif
 import Foundation
+import PosternSystem
 import Synchronization
 
 /// Where the managed-proxy protocol lines go. Each call writes one whole line, unbuffered.
@@ -16,14 +18,7 @@ public struct ManagedProxyOutput: Sendable {
         let lock = Mutex(())
         return ManagedProxyOutput { text in
             let bytes = Array((text + "\n").utf8)
-            lock.withLock { _ in
-                var offset = 0
-                while offset < bytes.count {
-                    let written = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress! + offset, $0.count - offset) }
-                    if written < 0 { if errno == EINTR { continue }; return }
-                    offset += written
-                }
-            }
+            lock.withLock { _ in try? SystemCall.writeAll(1, bytes) }
         }
     }()
 }
@@ -115,12 +110,9 @@ public enum ManagedClientProxy {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let thread = Thread {
                 var scratch = [UInt8](repeating: 0, count: 512)
-                while true {
-                    let count = scratch.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-                    if count > 0 { continue }
-                    if count < 0 && errno == EINTR { continue }
-                    break
-                }
+                while let count = try? SystemCall.retrying("read", {
+                    scratch.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+                }), count > 0 {}
                 continuation.resume()
             }
             thread.name = "postern-pt-stdin"

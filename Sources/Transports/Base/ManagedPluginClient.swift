@@ -1,8 +1,10 @@
 #if canImport(Glibc)
-import CSpawn
+internal import CSpawn
+import BridgeConfig
 import Glibc
 #endif
 import Foundation
+import PosternSystem
 import Synchronization
 
 /// An external pt-spec managed client (obfs4proxy, snowflake-client, ...) that Postern runs the way
@@ -209,10 +211,10 @@ public final class ManagedPluginClient: Sendable {
         /// Blocks (on its own thread) until the plugin ends; kills what is left of its process group
         /// while the plugin is still a zombie (so the group ID cannot have been reused), then reaps.
         private func reap() {
-            while cspawn_wait_exited_without_reaping(pid) != 0 && errno == EINTR {}
+            _ = try? SystemCall.retrying("waitid") { cspawn_wait_exited_without_reaping(pid) }
             kill(-pid, SIGKILL)
             var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            _ = try? SystemCall.retrying("waitpid") { waitpid(pid, &status, 0) }
             closeStdin()
             let waiters = exit.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.status = status
@@ -280,8 +282,9 @@ public final class ManagedPluginClient: Sendable {
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 var finished = false
                 while true {
-                    let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-                    if count < 0 && errno == EINTR { continue }
+                    let count = (try? SystemCall.retrying("read") {
+                        buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+                    }) ?? -1
                     if count <= 0 { break }
                     guard !finished else { continue }
                     for byte in buffer[0..<count] where !finished {
@@ -424,13 +427,9 @@ final class ForkThread: @unchecked Sendable {
         }
         // exec closes the report pipe (EOF, nothing written) or the child writes its errno first.
         var code: Int32 = 0
-        var received = 0
-        while true {
-            let count = withUnsafeMutableBytes(of: &code) { Glibc.read(report.read, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            received = max(count, 0)
-            break
-        }
+        let received = (try? SystemCall.retrying("read") {
+            withUnsafeMutableBytes(of: &code) { Glibc.read(report.read, $0.baseAddress, $0.count) }
+        }) ?? 0
         return Child(pid: pid, stdinDescriptor: input.write, stdoutDescriptor: output.read,
                      execErrno: received == MemoryLayout<Int32>.size ? code : nil)
     }

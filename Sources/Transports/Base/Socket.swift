@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 // cepoll.h includes <sys/socket.h>: when CEpoll's clang module is built first it owns SOCK_STREAM
 // and friends, which are then visible only to files that import it.
-import CEpoll
+internal import CEpoll
+import PosternSystem
 import Glibc
 #endif
 import Synchronization
@@ -124,13 +125,17 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
     public func read(into buffer: UnsafeMutableRawBufferPointer) async throws -> Int {
         while true {
             try throwIfTerminated()
-            let count = Glibc.recv(descriptor, buffer.baseAddress, buffer.count, 0)
-            if count > 0 { return count }
-            if count == 0 { try throwIfTerminated(); return 0 }
-            let code = errno
-            if code == EAGAIN || code == EWOULDBLOCK { await waitReadable(); continue }
-            if code == EINTR { continue }
-            throw SocketErrors.fromErrno(code, operation: "recv")
+            let count: Int
+            do throws(SystemCallError) {
+                count = try SystemCall.retrying("recv") { Glibc.recv(descriptor, buffer.baseAddress, buffer.count, 0) }
+            } catch where error.number == EAGAIN || error.number == EWOULDBLOCK {
+                await waitReadable()
+                continue
+            } catch {
+                throw SocketErrors.fromErrno(error.number, operation: "recv")
+            }
+            if count == 0 { try throwIfTerminated() }
+            return count
         }
     }
 
@@ -139,13 +144,16 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
         var filled = 0
         while true {
             try throwIfTerminated()
-            let count = bytes.withUnsafeMutableBytes { Glibc.recv(descriptor, $0.baseAddress, maximumCount, 0) }
-            if count > 0 { filled = count; break }
-            if count == 0 { try throwIfTerminated(); break }
-            let code = errno
-            if code == EAGAIN || code == EWOULDBLOCK { await waitReadable(); continue }
-            if code == EINTR { continue }
-            throw SocketErrors.fromErrno(code, operation: "recv")
+            do throws(SystemCallError) {
+                filled = try SystemCall.retrying("recv") { bytes.withUnsafeMutableBytes { Glibc.recv(descriptor, $0.baseAddress, maximumCount, 0) } }
+            } catch where error.number == EAGAIN || error.number == EWOULDBLOCK {
+                await waitReadable()
+                continue
+            } catch {
+                throw SocketErrors.fromErrno(error.number, operation: "recv")
+            }
+            if filled == 0 { try throwIfTerminated() }
+            break
         }
         bytes.removeLast(maximumCount - filled)
         return bytes
@@ -156,14 +164,16 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
         var offset = 0
         while offset < bytes.count {
             try throwIfTerminated()
-            let count = bytes.withUnsafeBytes {
-                Glibc.send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL))
+            do throws(SystemCallError) {
+                let sent = try SystemCall.retrying("send") {
+                    bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                }
+                offset += sent
+            } catch where error.number == EAGAIN || error.number == EWOULDBLOCK {
+                await waitWritable()
+            } catch {
+                throw SocketErrors.fromErrno(error.number, operation: "send")
             }
-            if count >= 0 { offset += count; continue }
-            let code = errno
-            if code == EAGAIN || code == EWOULDBLOCK { await waitWritable(); continue }
-            if code == EINTR { continue }
-            throw SocketErrors.fromErrno(code, operation: "send")
         }
     }
 

@@ -1,45 +1,31 @@
-/// The one error type every transport throws.
+import PosternSystem
+
+/// The one error type every transport throws, in the shape of every public Postern error
+/// (``CodedError``).
 ///
 /// `code` names the precise failure and can grow (transports add their own codes in extensions);
 /// `kind` is the coarse category callers branch on; `message` is for people and never carries
-/// bridge addresses, certificates or key material.
-public struct TransportError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-    }
+/// bridge addresses, certificates or key material. `description` puts the code in front.
+public typealias TransportError = CodedError<TransportErrorDomain>
 
-    public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+public enum TransportErrorDomain: ErrorDomain {
+    public static var defaultKind: TransportError.Kind { .internal }
+    public static func describe(code: TransportError.Code, message: String) -> String { "\(code): \(message)" }
+}
 
-        /// Arguments or configuration were rejected before any network activity.
-        public static let invalidInput = Kind(rawValue: "invalid-input")
-        /// The operating system refused or lost a connection.
-        public static let network = Kind(rawValue: "network")
-        /// The peer sent bytes that violate the protocol (or failed authentication).
-        public static let protocolViolation = Kind(rawValue: "protocol-violation")
-        /// A deadline passed.
-        public static let timeout = Kind(rawValue: "timeout")
-        /// The operation was cancelled or the object was closed locally.
-        public static let cancelled = Kind(rawValue: "cancelled")
-        /// A local resource or library call failed.
-        public static let `internal` = Kind(rawValue: "internal")
-    }
-
-    public let code: Code
-    public let kind: Kind
-    public let message: String
-
-    public init(code: Code, kind: Kind, message: String) {
-        self.code = code
-        self.kind = kind
-        self.message = message
-    }
-
-    public var description: String { "\(code): \(message)" }
+extension TransportError.Kind {
+    /// Arguments or configuration were rejected before any network activity.
+    public static let invalidInput = Self("invalid-input")
+    /// The operating system refused or lost a connection.
+    public static let network = Self("network")
+    /// The peer sent bytes that violate the protocol (or failed authentication).
+    public static let protocolViolation = Self("protocol-violation")
+    /// A deadline passed.
+    public static let timeout = Self("timeout")
+    /// The operation was cancelled or the object was closed locally.
+    public static let cancelled = Self("cancelled")
+    /// A local resource or library call failed.
+    public static let `internal` = Self("internal")
 }
 
 extension TransportError.Code {

@@ -1,3 +1,5 @@
+import PosternSystem
+
 /// The proxy a managed PT must use for its outgoing connections (`TOR_PT_PROXY`, pt-spec §3.2).
 ///
 /// Only `socks5://[user:pass@]IP:port` is supported; tor writes the host as an IP literal (IPv6 in

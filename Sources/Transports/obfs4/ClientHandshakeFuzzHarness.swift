@@ -1,3 +1,4 @@
+import PosternCrypto
 import TransportBase
 
 /// Drives the client's handshake state machine (``ClientHandshakeReader``, what `Obfs4Transport`
@@ -46,7 +47,7 @@ package enum Obfs4ClientHandshakeFuzzHarness {
     }()
 
     private static func hmac128(_ parts: [UInt8]...) -> [UInt8] {
-        Array(Sodium.hmacSHA256(key: identity.hmacKey, parts: parts).prefix(16))
+        Array(Digest.hmacSHA256(key: identity.hmacKey, parts: parts).prefix(16))
     }
 
     private enum Verdict: Equatable {

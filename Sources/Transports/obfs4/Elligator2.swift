@@ -1,3 +1,4 @@
+import PosternCrypto
 import TransportBase
 
 /// Elligator2 over Curve25519 as obfs4 uses it (spec §3): representatives are 32 bytes whose top
@@ -71,7 +72,7 @@ struct RepresentableKeyPair: Sendable {
     /// obfs4proxy ≤ 0.0.11 bridges, spec §3.4).
     static func derive(fromSeed seed: [UInt8], clearTweakBit254: Bool = false) throws(TransportError) -> RepresentableKeyPair? {
         precondition(seed.count == 32)
-        let digest = Sodium.sha512(seed)
+        let digest = Digest.sha512(seed)
         let secretKey = Array(digest[0..<32])
         var tweak = digest[63]
         // Bit 254 of the representative is bit 6 of its last byte (0x40). The spec's "tweak &= 0x7F"
@@ -86,7 +87,7 @@ struct RepresentableKeyPair: Sendable {
     static func generate(clearTweakBit254: Bool = false) throws(TransportError) -> RepresentableKeyPair {
         try Sodium.ensureInitialised()
         while true {
-            if let pair = try derive(fromSeed: Sodium.randomBytes(32), clearTweakBit254: clearTweakBit254) { return pair }
+            if let pair = try derive(fromSeed: SecureRandom.bytes(32), clearTweakBit254: clearTweakBit254) { return pair }
         }
     }
 

@@ -1,4 +1,5 @@
-import CSodium
+internal import CSodium
+import PosternCrypto
 import Glibc
 
 /// The per-frame cost of our framing against libsodium's secretbox alone on the same bytes, in one
@@ -25,7 +26,7 @@ package enum Obfs4FrameBenchmark {
     }
 
     package static func run(bytes: Int) throws(TransportErrorForBenchmark) -> Result {
-        guard sodium_init() >= 0 else { throw TransportErrorForBenchmark(description: "libsodium failed to initialise") }
+        guard LibSodium.isReady else { throw TransportErrorForBenchmark(description: "libsodium failed to initialise") }
         let writeSize = 65536
         let chunk = [UInt8]((0..<writeSize).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) })
         let writes = max(1, bytes / writeSize)

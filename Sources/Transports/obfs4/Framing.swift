@@ -22,6 +22,7 @@
 // (`obfs4CounterExhausted`). The decoder holds at most one frame plus one read.
 
 import TransportBase
+import PosternSystem
 
 extension TransportError.Code {
     public static let obfs4FrameLength = Self(rawValue: "obfs4-invalid-frame-length")

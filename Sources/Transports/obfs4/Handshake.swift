@@ -10,7 +10,9 @@
 // `maximumHandshakeLength` (8192) bytes; a reply without a mark there is a typed error
 // (`obfs4ServerMarkNotFound`). The reader holds at most 8192 bytes plus one read; the wait for
 // them is bounded by `Obfs4Transport.handshakeTimeout`.
+import PosternCrypto
 import Glibc
+import PosternSystem
 import TransportBase
 
 extension TransportError.Code {
@@ -76,13 +78,13 @@ struct ClientHandshake: Sendable {
 
     /// Random padding length in [77, 8128] and the current epoch hour.
     static func random(identity: Obfs4ServerIdentity, keyPair: RepresentableKeyPair, now: Double) -> ClientHandshake {
-        let length = minimumClientPadding + Int(Sodium.randomUniform(UInt32(maximumClientPadding - minimumClientPadding + 1)))
+        let length = minimumClientPadding + Int(SecureRandom.uniform(UInt32(maximumClientPadding - minimumClientPadding + 1)))
         let hour = Int64((now / 3600).rounded(.down))
-        return ClientHandshake(identity: identity, keyPair: keyPair, padding: Sodium.randomBytes(length), epochHour: String(hour))
+        return ClientHandshake(identity: identity, keyPair: keyPair, padding: SecureRandom.bytes(length), epochHour: String(hour))
     }
 
     private func hmac128(_ parts: [UInt8]...) -> [UInt8] {
-        Array(Sodium.hmacSHA256(key: identity.hmacKey, parts: parts).prefix(16))
+        Array(Digest.hmacSHA256(key: identity.hmacKey, parts: parts).prefix(16))
     }
 
     /// X' | P_C | M_C | MAC_C, sent with one write; nothing may follow until the server is verified.

@@ -1,3 +1,4 @@
+import PosternCrypto
 import TransportBase
 
 /// Drives the client handshake's response parser with fuzzer-chosen input (used by the
@@ -35,7 +36,7 @@ package enum Obfs4HandshakeFuzzHarness {
                                                 epochHour: epochHour)
 
     private static func hmac128(_ parts: [UInt8]...) -> [UInt8] {
-        Array(Sodium.hmacSHA256(key: identity.hmacKey, parts: parts).prefix(16))
+        Array(Digest.hmacSHA256(key: identity.hmacKey, parts: parts).prefix(16))
     }
 
     private static func verdict(_ bytes: [UInt8]) -> Result<ClientHandshake.Outcome?, TransportError> {

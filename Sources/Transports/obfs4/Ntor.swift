@@ -1,4 +1,6 @@
+import PosternCrypto
 import TransportBase
+import PosternSystem
 
 extension TransportError.Code {
     public static let obfs4AuthMismatch = Self(rawValue: "obfs4-ntor-auth-mismatch")
@@ -24,9 +26,9 @@ enum Obfs4Ntor {
                        clientPublic: [UInt8], serverPublic: [UInt8]) -> Result {
         let suffix = identityKey + identityKey + clientPublic + serverPublic + protocolID + nodeID
         let secretInput = exp1 + exp2 + suffix
-        let keySeed = Sodium.hmacSHA256(key: extractKey, secretInput)
-        let verify = Sodium.hmacSHA256(key: verifyKey, secretInput)
-        let auth = Sodium.hmacSHA256(key: macKey, verify, suffix, Array("Server".utf8))
+        let keySeed = Digest.hmacSHA256(key: extractKey, secretInput)
+        let verify = Digest.hmacSHA256(key: verifyKey, secretInput)
+        let auth = Digest.hmacSHA256(key: macKey, verify, suffix, Array("Server".utf8))
         return Result(keySeed: keySeed, auth: auth)
     }
 
@@ -50,6 +52,6 @@ enum Obfs4Ntor {
 
     /// The 144 bytes of session key material: [0,72) client→server, [72,144) server→client.
     static func expand(keySeed: [UInt8]) -> [UInt8] {
-        hkdfSHA256(inputKeyMaterial: keySeed, salt: extractKey, info: expandInfo, length: keyMaterialLength)
+        Digest.hkdfSHA256(inputKeyMaterial: keySeed, salt: extractKey, info: expandInfo, length: keyMaterialLength)
     }
 }

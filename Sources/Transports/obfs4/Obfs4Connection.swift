@@ -1,3 +1,4 @@
+import PosternCrypto
 import Synchronization
 import TransportBase
 
@@ -30,11 +31,11 @@ final class Obfs4Connection: TransportConnection, @unchecked Sendable {
         precondition(keyMaterial.count == 144)
         self.socket = socket
         self.iatMode = iatMode
-        let seed = Sodium.randomBytes(Obfs4Framing.seedLength)
+        let seed = SecureRandom.bytes(Obfs4Framing.seedLength)
         writer = Mutex(WriterState(
             encoder: FrameEncoder(keys: DirectionKeys(keyMaterial: keyMaterial[0..<72])),
             lengthDistribution: WeightedDistribution(seed: seed, minimum: 0, maximum: Obfs4Framing.maximumSegmentLength),
-            iatDistribution: WeightedDistribution(seed: Sodium.sha256(seed).prefix(24), minimum: 0, maximum: Self.maximumIATDelay)))
+            iatDistribution: WeightedDistribution(seed: Digest.sha256(seed).prefix(24), minimum: 0, maximum: Self.maximumIATDelay)))
         var decoder = FrameDecoder(keys: DirectionKeys(keyMaterial: keyMaterial[72..<144]))
         decoder.append(remainder)
         reader = Mutex(ReaderState(decoder: decoder))
@@ -110,7 +111,7 @@ final class Obfs4Connection: TransportConnection, @unchecked Sendable {
     /// The server's seed packet replaces both distributions (spec §8.3).
     private func reseed(_ seed: [UInt8]) {
         let length = WeightedDistribution(seed: seed, minimum: 0, maximum: Obfs4Framing.maximumSegmentLength)
-        let iat = WeightedDistribution(seed: Sodium.sha256(seed).prefix(24), minimum: 0, maximum: Self.maximumIATDelay)
+        let iat = WeightedDistribution(seed: Digest.sha256(seed).prefix(24), minimum: 0, maximum: Self.maximumIATDelay)
         writer.withLock {
             $0.lengthDistribution = length
             $0.iatDistribution = iat

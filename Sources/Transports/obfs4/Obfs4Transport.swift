@@ -1,3 +1,4 @@
+import BridgeConfig
 import Foundation
 import TransportBase
 
@@ -5,7 +6,7 @@ import TransportBase
 public struct Obfs4Transport: PluggableTransport {
     public typealias Configuration = Obfs4BridgeConfiguration
 
-    public static let transportName = TransportName("obfs4")!
+    public static let transportName = TransportName.obfs4
     public var name: TransportName { Self.transportName }
 
     /// Bounds the TCP connect.

@@ -1,3 +1,4 @@
+import PosternCrypto
 /// A weighted distribution over an integer range, shaped like lyrebird's `probdist.WeightedDist`:
 /// a seed picks 1–100 distinct values with random weights; samples use the system CSPRNG.
 ///
@@ -29,7 +30,7 @@ struct WeightedDistribution: Sendable {
     }
 
     func sample() -> Int {
-        let draw = Double(Sodium.randomUniform(UInt32.max)) / Double(UInt32.max)
+        let draw = Double(SecureRandom.uniform(UInt32.max)) / Double(UInt32.max)
         var low = 0, high = cumulativeWeights.count - 1
         while low < high {
             let middle = (low + high) / 2

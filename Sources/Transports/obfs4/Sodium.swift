@@ -1,68 +1,22 @@
-import CSodium
+import PosternCrypto
+internal import CSodium
+import PosternSystem
 import TransportBase
 
-// The libsodium boundary. Every call goes through these helpers, which check results and turn
-// failures into TransportError; nothing else in the module touches CSodium.
+// The libsodium boundary for obfs4's own primitives (X25519, secretbox, SipHash): every call goes
+// through these helpers, which check results and turn failures into TransportError; nothing else in
+// the module touches CSodium. Digests, HMAC, HKDF and randomness are PosternCrypto's, which also
+// initialises libsodium once for the process.
 
 extension TransportError.Code {
     public static let cryptoFailure = Self(rawValue: "obfs4-crypto-failure")
 }
 
 enum Sodium {
-    /// libsodium must be initialised once before use; this static is evaluated exactly once.
-    private static let initialised: Bool = sodium_init() >= 0
-
     static func ensureInitialised() throws(TransportError) {
-        guard initialised else {
+        guard LibSodium.isReady else {
             throw TransportError(code: .cryptoFailure, kind: .internal, message: "libsodium failed to initialise")
         }
-    }
-
-    static func randomBytes(_ count: Int) -> [UInt8] {
-        precondition(initialised, "libsodium failed to initialise")
-        var bytes = [UInt8](repeating: 0, count: count)
-        bytes.withUnsafeMutableBytes { randombytes_buf($0.baseAddress!, $0.count) }
-        return bytes
-    }
-
-    /// Uniform in `0..<upperBound` (upperBound ≤ 2^32).
-    static func randomUniform(_ upperBound: UInt32) -> UInt32 {
-        precondition(initialised, "libsodium failed to initialise")
-        return randombytes_uniform(upperBound)
-    }
-
-    static func sha256(_ message: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 32)
-        _ = message.withUnsafeBufferPointer { input in
-            digest.withUnsafeMutableBufferPointer { crypto_hash_sha256($0.baseAddress!, input.baseAddress, UInt64(input.count)) }
-        }
-        return digest
-    }
-
-    static func sha512(_ message: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 64)
-        _ = message.withUnsafeBufferPointer { input in
-            digest.withUnsafeMutableBufferPointer { crypto_hash_sha512($0.baseAddress!, input.baseAddress, UInt64(input.count)) }
-        }
-        return digest
-    }
-
-    /// HMAC-SHA256 over the concatenation of `parts` (any key length).
-    static func hmacSHA256(key: [UInt8], _ parts: [UInt8]...) -> [UInt8] {
-        hmacSHA256(key: key, parts: parts)
-    }
-
-    static func hmacSHA256(key: [UInt8], parts: [[UInt8]]) -> [UInt8] {
-        var state = crypto_auth_hmacsha256_state()
-        var mac = [UInt8](repeating: 0, count: 32)
-        precondition(!key.isEmpty, "HMAC keys in obfs4 are never empty")
-        key.withUnsafeBufferPointer { _ = crypto_auth_hmacsha256_init(&state, $0.baseAddress!, $0.count) }
-        for part in parts {
-            part.withUnsafeBufferPointer { _ = crypto_auth_hmacsha256_update(&state, $0.baseAddress, UInt64($0.count)) }
-        }
-        mac.withUnsafeMutableBufferPointer { _ = crypto_auth_hmacsha256_final(&state, $0.baseAddress!) }
-        sodium_memzero(&state, MemoryLayout<crypto_auth_hmacsha256_state>.size)
-        return mac
     }
 
     /// X25519(scalar, point). libsodium clamps the scalar; an all-zero result is an error.
@@ -157,19 +111,4 @@ enum Sodium {
         }
         return out.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self).littleEndian }
     }
-}
-
-/// HKDF-SHA256 (RFC 5869, extract then expand). libsodium 1.0.18 has no HKDF.
-func hkdfSHA256(inputKeyMaterial: [UInt8], salt: [UInt8], info: [UInt8], length: Int) -> [UInt8] {
-    precondition(length <= 255 * 32)
-    let pseudoRandomKey = Sodium.hmacSHA256(key: salt, inputKeyMaterial)
-    var output: [UInt8] = []
-    var previous: [UInt8] = []
-    var counter: UInt8 = 1
-    while output.count < length {
-        previous = Sodium.hmacSHA256(key: pseudoRandomKey, previous, info, [counter])
-        output += previous
-        counter += 1
-    }
-    return Array(output.prefix(length))
 }

@@ -1,4 +1,4 @@
-import COpenSSL
+import PosternCrypto
 import Foundation
 
 // AMP cache URLs (upstream common/amp/cache.go, after the AMP project's "AMP cache URL format").
@@ -73,7 +73,7 @@ public enum AMPCacheURL {
                                  message: "this broker host name has no AMP domain prefix we can compute")
         }
         if prefix.utf8.count <= 63 { return prefix }
-        return lowerBase32NoPadding(try sha256(Array(host.utf8)))
+        return lowerBase32NoPadding(Digest.sha256(Array(host.utf8)))
     }
 
     /// Go's path.Join: non-empty elements joined by "/", then cleaned (no "//", ".", "..", no
@@ -90,18 +90,6 @@ public enum AMPCacheURL {
             }
         }
         return "/" + segments.joined(separator: "/")
-    }
-
-    static func sha256(_ bytes: [UInt8]) throws(SnowflakeError) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let ok = bytes.withUnsafeBytes { input in
-            EVP_Digest(input.baseAddress, input.count, &digest, &length, EVP_sha256(), nil)
-        }
-        guard ok == 1 && length == 32 else {
-            throw SnowflakeError(code: .unsupported, kind: .invalidInput, message: "OpenSSL could not compute SHA-256")
-        }
-        return digest
     }
 
     static func lowerBase32NoPadding(_ bytes: [UInt8]) -> String {

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import PosternSystem
 #endif
 import Dispatch
 import Synchronization
@@ -77,15 +78,11 @@ public final class TCPByteStream: SnowflakeByteStream {
         let fd = currentDescriptor
         let result: Result<Void, SnowflakeError> = await withCheckedContinuation { continuation in
             writeQueue.async {
-                var offset = 0
-                while offset < bytes.count {
-                    let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        continuation.resume(returning: .failure(socketError("write", errno)))
-                        return
-                    }
-                    offset += n
+                do throws(SystemCallError) {
+                    try SystemCall.sendAll(fd, bytes)
+                } catch {
+                    continuation.resume(returning: .failure(socketError("write", error.number)))
+                    return
                 }
                 continuation.resume(returning: .success(()))
             }
@@ -98,15 +95,11 @@ public final class TCPByteStream: SnowflakeByteStream {
         let result: Result<[UInt8], SnowflakeError> = await withCheckedContinuation { continuation in
             readQueue.async {
                 var buffer = [UInt8](repeating: 0, count: max(1, maxLength))
-                while true {
-                    let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                    if n < 0 {
-                        if errno == EINTR { continue }
-                        continuation.resume(returning: .failure(socketError("read", errno)))
-                        return
-                    }
+                do throws(SystemCallError) {
+                    let n = try SystemCall.retrying("recv") { buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) } }
                     continuation.resume(returning: .success(Array(buffer.prefix(n))))
-                    return
+                } catch {
+                    continuation.resume(returning: .failure(socketError("read", error.number)))
                 }
             }
         }

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// The DTLS 1.2 server end of a WebRTC data channel (the proxy answers a=setup:active, so it is
 /// the client), on OpenSSL with memory BIOs: datagrams from ICE go in with `receive`, datagrams for

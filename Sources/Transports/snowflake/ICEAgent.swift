@@ -1,4 +1,4 @@
-import CNice
+internal import CNice
 import Dispatch
 import Foundation
 import Synchronization

@@ -1,4 +1,5 @@
-import CSnowflakeLibraries
+internal import CSnowflakeLibraries
+import PosternSystem
 
 extension SnowflakeError.Code {
     public static let librariesMissing = Self("libraries-missing")

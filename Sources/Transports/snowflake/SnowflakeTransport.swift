@@ -1,4 +1,5 @@
 import BridgeConfig
+import PosternSystem
 import Foundation
 import Synchronization
 import TransportBase
@@ -14,8 +15,8 @@ import TransportBase
 public struct SnowflakeTransport: PluggableTransport {
     public typealias Configuration = SnowflakeOptions
 
-    public static let transportName = TransportBase.TransportName("snowflake")!
-    public var name: TransportBase.TransportName { Self.transportName }
+    public static let transportName = TransportName.snowflake
+    public var name: TransportName { Self.transportName }
 
     /// How long a session waits for a new proxy after losing one before it gives up.
     public var redialLimit: Duration

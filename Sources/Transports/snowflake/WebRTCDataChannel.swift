@@ -1,4 +1,4 @@
-import CUsrsctp
+internal import CUsrsctp
 import Foundation
 import Synchronization
 

@@ -1,3 +1,4 @@
+import PosternCrypto
 import Foundation
 import Synchronization
 
@@ -77,7 +78,7 @@ public final class WebSocketByteStream: SnowflakeByteStream {
                 throw SnowflakeError(code: .brokerHTTP, kind: .protocolViolation,
                                      message: "the WebSocket server refused the upgrade")
             }
-            let expected = Data(sha1(Array((keyText + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
+            let expected = Data(Digest.sha1(Array((keyText + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
             let accept = head.dropFirst().first { $0.lowercased().hasPrefix("sec-websocket-accept:") }
                 .map { $0.dropFirst("sec-websocket-accept:".count).trimmingCharacters(in: .whitespaces) }
             guard accept == expected else {
@@ -184,38 +185,4 @@ public final class WebSocketByteStream: SnowflakeByteStream {
     public func close() {
         transport.close()
     }
-}
-
-/// SHA-1 (FIPS 180-4), only for the WebSocket accept check.
-func sha1(_ message: [UInt8]) -> [UInt8] {
-    var h: [UInt32] = [0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0]
-    var data = message
-    let bitLength = UInt64(message.count) * 8
-    data.append(0x80)
-    while data.count % 64 != 56 { data.append(0) }
-    for shift in stride(from: 56, through: 0, by: -8) { data.append(UInt8((bitLength >> UInt64(shift)) & 0xff)) }
-    var w = [UInt32](repeating: 0, count: 80)
-    for chunk in stride(from: 0, to: data.count, by: 64) {
-        for i in 0..<16 {
-            w[i] = UInt32(data[chunk + 4 * i]) << 24 | UInt32(data[chunk + 4 * i + 1]) << 16
-                | UInt32(data[chunk + 4 * i + 2]) << 8 | UInt32(data[chunk + 4 * i + 3])
-        }
-        for i in 16..<80 {
-            let x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]
-            w[i] = x << 1 | x >> 31
-        }
-        var (a, b, c, d, e) = (h[0], h[1], h[2], h[3], h[4])
-        for i in 0..<80 {
-            let (f, k): (UInt32, UInt32) = switch i {
-            case 0..<20: ((b & c) | (~b & d), 0x5A827999)
-            case 20..<40: (b ^ c ^ d, 0x6ED9EBA1)
-            case 40..<60: ((b & c) | (b & d) | (c & d), 0x8F1BBCDC)
-            default: (b ^ c ^ d, 0xCA62C1D6)
-            }
-            let temp = (a << 5 | a >> 27) &+ f &+ e &+ k &+ w[i]
-            (e, d, c, b, a) = (d, c, b << 30 | b >> 2, a, temp)
-        }
-        h[0] &+= a; h[1] &+= b; h[2] &+= c; h[3] &+= d; h[4] &+= e
-    }
-    return h.flatMap { v in [UInt8(v >> 24), UInt8((v >> 16) & 0xff), UInt8((v >> 8) & 0xff), UInt8(v & 0xff)] }
 }

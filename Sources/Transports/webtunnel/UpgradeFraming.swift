@@ -29,6 +29,7 @@
 // deadline. Lines end in LF with an optional CR before it (Go's textproto accepts both).
 
 import TransportBase
+import PosternSystem
 
 /// The upgrade request, byte for byte as the reference client writes it.
 public enum UpgradeRequest {

@@ -1,3 +1,4 @@
+import BridgeConfig
 import Synchronization
 import TransportBase
 
@@ -8,7 +9,7 @@ import TransportBase
 public struct WebtunnelTransport: PluggableTransport {
     public typealias Configuration = WebtunnelOptions
 
-    public static let transportName = TransportName("webtunnel")!
+    public static let transportName = TransportName.webtunnel
     public var name: TransportName { Self.transportName }
 
     /// Bounds each TCP connect (one per resolved address, tried in order).

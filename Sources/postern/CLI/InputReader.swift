@@ -1,4 +1,5 @@
 import Foundation
+import PosternSystem
 
 /// Reads the text a command was pointed at: `-` for standard input, otherwise a file path.
 /// Failures are `CommandFailure`s that name the source and the system's reason.
@@ -53,19 +54,14 @@ enum InputReader {
     }
 
     private static func readAll(descriptor: Int32, name: String) throws(CommandFailure) -> String {
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw CommandFailure("cannot read \(name): \(String(cString: strerror(errno)))")
-            }
-            if count == 0 { break }
-            bytes += buffer[0..<count]
-            if bytes.count > maximumSize {
-                throw CommandFailure("cannot read \(name): it is larger than \(maximumSize / (1 << 20)) MiB, which is not a list of bridges")
-            }
+        let bytes: [UInt8]
+        do throws(SystemCallError) {
+            bytes = try SystemCall.readAll(descriptor, maximumCount: maximumSize)
+        } catch {
+            throw CommandFailure("cannot read \(name): \(error.reason)")
+        }
+        if bytes.count > maximumSize {
+            throw CommandFailure("cannot read \(name): it is larger than \(maximumSize / (1 << 20)) MiB, which is not a list of bridges")
         }
         // Invalid UTF-8 becomes U+FFFD, which the paste parser rejects per line with a reason.
         return String(decoding: bytes, as: UTF8.self)

@@ -1,4 +1,5 @@
 import Foundation
+import PosternSystem
 import Synchronization
 
 /// The CLI owns all output. Lines are written whole so that concurrent tasks cannot interleave.
@@ -53,15 +54,8 @@ final class Output: Sendable {
 
     private func write(_ text: String, to descriptor: Int32) {
         lock.withLock { _ in
-            var bytes = Array(text.utf8)[...]
-            while !bytes.isEmpty {
-                let written = bytes.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return
-                }
-                bytes = bytes.dropFirst(written)
-            }
+            // A closed or full output loses the text; the command's exit status still says how it went.
+            try? SystemCall.writeAll(descriptor, text.utf8)
         }
     }
 }

@@ -50,9 +50,9 @@ struct BridgesTestCommand {
         let parallel = try number("parallel", default: 10, range: 1...128)
         let timeout = Duration.milliseconds(Int64(try number("timeout", default: 10, range: 0.1...600) * 1000))
         let bootstrapTimeout = Duration.milliseconds(Int64(try number("bootstrap-timeout", default: 120, range: 1...3600) * 1000))
-        var transportFilter: BridgeConfig.TransportName?
+        var transportFilter: TransportName?
         if let name = arguments.value("transport") {
-            guard let transport = BridgeConfig.TransportName.known(matching: name) ?? BridgeConfig.TransportName(name) else {
+            guard let transport = TransportName.known(matching: name) ?? TransportName(name) else {
                 throw invocation.usageError("--transport: '\(name)' is not a transport name")
             }
             transportFilter = transport

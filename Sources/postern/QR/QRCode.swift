@@ -1,4 +1,4 @@
-import CQREncode
+internal import CQREncode
 import Foundation
 
 /// Why a QR code could not be made.
