@@ -1,3 +1,5 @@
+import PosternSystem
+
 /// Where a line came from in a paste: its physical line, and for the JSON-array form the 1-based
 /// position of the string in the array (then messages say "entry N").
 public struct PasteLocation: Hashable, Sendable, CustomStringConvertible {
