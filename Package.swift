@@ -80,7 +80,7 @@ let package = Package(
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
         // The A/B trial runner: child `postern run`s, the probe download, harness errors kept apart,
         // typed results, the HTML report, OONI measurements and merges (`postern ab` renders them).
-        .target(name: "PosternTrials", dependencies: ["BridgeConfig", "TransportBase", "TrialAnalysis"], path: "Sources/PosternTrials"),
+        .target(name: "PosternTrials", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "TrialAnalysis"], path: "Sources/PosternTrials"),
         .executableTarget(name: "postern",
                           dependencies: ["PosternSystem", "PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "CQREncode",
                                          "TrialAnalysis", "PosternRuntime", "PosternAppLayer", "PosternTrials"],

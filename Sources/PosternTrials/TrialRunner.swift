@@ -1,3 +1,4 @@
+import PosternSystem
 import BridgeConfig
 import Foundation
 import Synchronization
@@ -349,12 +350,5 @@ public final class TrialRunner: Sendable {
             why += "; transport: \(transport)"
         }
         return ABResult.Failure(stage: .bootstrap, progress: last?.progress, tag: last?.tag, reason: why)
-    }
-}
-
-extension Duration {
-    var seconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }
 }

@@ -1,3 +1,4 @@
+import PosternSystem
 import BridgeConfig
 import Foundation
 
@@ -197,8 +198,7 @@ public struct AssistRoutePlan: Sendable, Hashable {
 extension Duration {
     /// Seconds as "45" or "2.5", for messages and settings.
     var wholeOrFractionalSeconds: String {
-        let parts = components
-        let seconds = Double(parts.seconds) + Double(parts.attoseconds) / 1e18
+        let seconds = self.seconds
         if seconds == seconds.rounded() { return String(Int64(seconds)) }
         return String(format: "%.1f", seconds)
     }
