@@ -173,13 +173,7 @@ public final class ChildRun: @unchecked Sendable {
     public func stop(grace: Duration = .seconds(5)) async {
         guard process.isRunning else { return }
         stopRequested.withLock { $0 = true }
-        kill(process.processIdentifier, SIGTERM)
-        let started = ContinuousClock.now
-        while process.isRunning, ContinuousClock.now - started < grace {
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        await process.stop(grace: grace)
     }
 
     /// Removes what the child needs no more: its settings (bridge lines) and tor's data directory.
