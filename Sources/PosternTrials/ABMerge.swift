@@ -73,7 +73,7 @@ public struct MergedRuns: Codable, Sendable {
         } else {
             lines.append(pooled.contains { $0.successes > 0 } ? "Pooled: no clear best." : "Pooled: no route got through anywhere.")
         }
-        for comparison in pooledComparisons where comparison.significant {
+        for comparison in pooledComparisons where comparison.meaningful {
             lines.append("Pooled: " + ABResult.sentence(comparison))
         }
         return lines

@@ -219,7 +219,67 @@ public struct ABResult: Codable, Sendable {
         public var medianDifference: Double
         public var differenceLower: Double?
         public var differenceUpper: Double?
+        /// p < `significanceLevel`: the difference is unlikely to be chance.
         public var significant: Bool
+        /// Significant and large enough to matter to someone choosing a route: the medians differ
+        /// by at least `meaningfulRelativeDifference` of the better one and, for times, by at
+        /// least `meaningfulSeconds`. Only these pick a best route. With enough trials a test finds
+        /// differences nobody would notice (tor's own TCP writes cost a vanilla bridge about 2 %
+        /// of its time to 100 % against obfs4 on the test bed's `good` link, in every trial); a
+        /// verdict must not send a user to another transport for those.
+        public var meaningful: Bool
+
+        public init(figure: FigureName, first: String, second: String, firstMedian: Double, secondMedian: Double,
+                    mannWhitneyU: Double?, p: Double?, medianDifference: Double, differenceLower: Double?, differenceUpper: Double?,
+                    significant: Bool) {
+            self.figure = figure
+            self.first = first
+            self.second = second
+            self.firstMedian = firstMedian
+            self.secondMedian = secondMedian
+            self.mannWhitneyU = mannWhitneyU
+            self.p = p
+            self.medianDifference = medianDifference
+            self.differenceLower = differenceLower
+            self.differenceUpper = differenceUpper
+            self.significant = significant
+            meaningful = significant && Self.largeEnough(figure: figure, firstMedian, secondMedian)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case figure, first, second, firstMedian, secondMedian, mannWhitneyU, p, medianDifference, differenceLower, differenceUpper,
+                 significant, meaningful
+        }
+
+        /// Results saved before `meaningful` existed get it from their own medians.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            self.init(figure: try container.decode(FigureName.self, forKey: .figure),
+                      first: try container.decode(String.self, forKey: .first),
+                      second: try container.decode(String.self, forKey: .second),
+                      firstMedian: try container.decode(Double.self, forKey: .firstMedian),
+                      secondMedian: try container.decode(Double.self, forKey: .secondMedian),
+                      mannWhitneyU: try container.decodeIfPresent(Double.self, forKey: .mannWhitneyU),
+                      p: try container.decodeIfPresent(Double.self, forKey: .p),
+                      medianDifference: try container.decode(Double.self, forKey: .medianDifference),
+                      differenceLower: try container.decodeIfPresent(Double.self, forKey: .differenceLower),
+                      differenceUpper: try container.decodeIfPresent(Double.self, forKey: .differenceUpper),
+                      significant: try container.decode(Bool.self, forKey: .significant))
+        }
+
+        static func largeEnough(figure: FigureName, _ a: Double, _ b: Double) -> Bool {
+            let difference = abs(a - b)
+            let better = figure.higherIsBetter ? max(a, b) : min(a, b)
+            guard better > 0 else { return difference > 0 }
+            let relative = difference / better
+            return relative >= meaningfulRelativeDifference && (figure.higherIsBetter || difference >= meaningfulSeconds)
+        }
+
+        /// |difference| over the better median (0.1 = 10 %).
+        public var relativeDifference: Double? {
+            let better = figure.higherIsBetter ? max(firstMedian, secondMedian) : min(firstMedian, secondMedian)
+            return better > 0 ? abs(firstMedian - secondMedian) / better : nil
+        }
 
         /// The better of the two on this figure (by median; whether it is chance is `significant`).
         public var better: String {
@@ -251,6 +311,10 @@ public struct ABResult: Codable, Sendable {
     public var verdict: [String]
 
     public static let significanceLevel = 0.05
+    /// The smallest difference of medians a verdict acts on, relative to the better median.
+    public static let meaningfulRelativeDifference = 0.10
+    /// And for times, the smallest in seconds: nobody chooses a transport for 50 ms of bootstrap.
+    public static let meaningfulSeconds = 0.10
 
     public init(id: String, startedAt: Date, finishedAt: Date, network: String? = nil, routes: [String], trialsPerRoute: Int,
                 parallel: Int, order: String, seed: UInt64, warm: Bool, probeURL: String?, probeBytes: Int, directory: String,
@@ -374,7 +438,7 @@ public struct ABResult: Codable, Sendable {
         guard let top = working.map(\.successRate).max() else { return Choice(best: nil, mostReliable: [], decidedBy: nil) }
         let tied = working.filter { $0.successRate == top }.map(\.route)
         guard tied.count > 1 else { return Choice(best: tied.first, mostReliable: tied, decidedBy: nil) }
-        let among = comparisons.filter { tied.contains($0.first) && tied.contains($0.second) && $0.significant }
+        let among = comparisons.filter { tied.contains($0.first) && tied.contains($0.second) && $0.meaningful }
         for candidate in tied {
             let others = tied.filter { $0 != candidate }
             let mine = among.filter { $0.first == candidate || $0.second == candidate }
@@ -407,12 +471,12 @@ public struct ABResult: Codable, Sendable {
             if let figure = choice.decidedBy {
                 let others = choice.mostReliable.filter { $0 != best }.joined(separator: ", ")
                 let what = figure == .bootstrap ? "faster to 100%" : figure == .throughput ? "faster downloads" : "a faster first byte"
-                lines.append("Best here: \(best) (as reliable as \(others), and \(what), unlikely to be chance).")
+                lines.append("Best here: \(best) (as reliable as \(others), and \(what), by a margin unlikely to be chance).")
             } else {
                 lines.append("Best here: \(best) (the most reliable).")
             }
         } else if choice.mostReliable.count > 1 {
-            lines.append("No clear best: \(Self.list(choice.mostReliable)) got through equally often, and no figure tells them apart beyond chance here (more trials would tell).")
+            lines.append("No clear best: \(Self.list(choice.mostReliable)) got through equally often, and no figure tells them apart by a margin that is both beyond chance and large enough to matter (at least \(Self.percent(Self.meaningfulRelativeDifference))).")
         } else if !summaries.isEmpty {
             lines.append("No route got through: try other bridges or transports.")
         }
@@ -445,11 +509,23 @@ public struct ABResult: Codable, Sendable {
         if let p = comparison.p { line += "; Mann-Whitney p = \(pValue(p))" }
         line += ")"
         let better = figure == .throughput ? "faster downloads" : "faster"
-        line += comparison.significant
-            ? ": \(comparison.better) is \(better), and the difference is unlikely to be chance."
-            : ": no clear difference; it may be chance (more trials would tell)."
+        if comparison.meaningful {
+            line += ": \(comparison.better) is \(better), and the difference is unlikely to be chance."
+        } else if comparison.significant {
+            let size = comparison.relativeDifference.map { " (\(percent($0)))" } ?? ""
+            let margin = abs(comparison.medianDifference)
+            let by = figure == .throughput ? String(format: "%.2f MiB/s", margin / 1_048_576) : seconds(margin)
+            let threshold = figure == .throughput ? percent(meaningfulRelativeDifference)
+                : "\(percent(meaningfulRelativeDifference)) and \(seconds(meaningfulSeconds))"
+            line += ": no clear difference; \(comparison.better) was ahead by \(by)\(size),"
+            line += " unlikely to be chance but too small to matter (a difference counts from \(threshold))."
+        } else {
+            line += ": no clear difference; it may be chance (more trials would tell)."
+        }
         return line
     }
+
+    public static func percent(_ fraction: Double) -> String { String(format: "%.0f %%", fraction * 100) }
 
     public static func seconds(_ value: Double) -> String { String(format: "%.2f s", value) }
     public static func signed(_ value: Double) -> String { String(format: "%+.2f s", value) }

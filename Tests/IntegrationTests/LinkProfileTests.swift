@@ -128,15 +128,24 @@ extension TestBedSuite {
     }
 
     /// Issue 15, ground truth: on a `good` link two bridge routes that differ only in their
-    /// transport (obfs4 and the vanilla bridge, both TCP to a bridge on the same kind of path) take
-    /// the same time to 100 %: A/B must say "no clear difference" for bootstrap.
+    /// transport (obfs4 and the vanilla bridge, both TCP to a bridge on the same kind of path)
+    /// take practically the same time to 100 %: A/B must say "no clear difference" for bootstrap.
+    ///
+    /// Practically, not exactly: tor never sets TCP_NODELAY, so on the vanilla bridge's connection
+    /// (tor at both ends) a small write waits for the ACK of the one before, which the other end
+    /// delays by 40 ms; obfs4proxy and our obfs4 set TCP_NODELAY. A capture shows five such
+    /// stalls in a vanilla bootstrap, and vanilla was 0.04-0.08 s (1-3 %) behind obfs4 in every
+    /// trial of a CI run, which five trials each can call unlikely to be chance (U = 0,
+    /// p = 0.012). The verdict calls a difference clear only from 10 % and 0.1 s, and this one
+    /// is far below that, so the assertion holds for that real difference too.
     ///
     /// Not obfs4 against snowflake: on this link snowflake's rendezvous (broker, STUN, ICE, DTLS,
     /// SCTP: about ten more round trips) really does cost about 0.7 s (medians 3.9 s and 4.7 s over
     /// 20 trials each here), which a five-trial A/B calls significant about one run in ten; a test
-    /// asserting "no difference" there would assert something untrue. For a pair with no real
-    /// difference, five trials each, the test's own false alarm rate is at most 8/252 = 3.2 %
-    /// (p < 0.05 needs U <= 2 or U >= 23 in the normal approximation with continuity correction).
+    /// asserting "no difference" there would assert something untrue (and 0.7 s of 3.9 s is a
+    /// difference that matters). A false alarm here needs both p < 0.05 (at most 8/252 = 3.2 %
+    /// of runs for a pair with no difference) and medians 10 % and 0.1 s apart: at 3.2 s with a
+    /// spread of hundredths, no run of this pair has come close.
     @Test func abFindsNoClearBootstrapDifferenceOnAGoodLink() throws {
         let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
         try bed.setProfile("good")
@@ -144,8 +153,11 @@ extension TestBedSuite {
         let json = try bed.abTrial(routes: ["obfs4", "vanilla"], trials: 5, probeBytes: 65_536, seed: 17)
         #expect(successes(json, "obfs4") >= 4 && successes(json, "vanilla") >= 4, "\(json["summaries"] ?? "")")
         let bootstrap = try comparison(json, "bootstrap", "vanilla")
-        #expect(bootstrap["significant"] as? Bool == false, "\(bootstrap)")
-        let verdict = (json["verdict"] as? [String] ?? []).joined(separator: "\n")
-        #expect(verdict.contains("obfs4 vs vanilla, time to 100%") && verdict.contains("no clear difference"), "\(verdict)")
+        #expect(bootstrap["meaningful"] as? Bool == false, "\(bootstrap)")
+        let first = bootstrap["firstMedian"] as? Double ?? 0, second = bootstrap["secondMedian"] as? Double ?? 0
+        #expect(abs(first - second) < 0.1 * min(first, second), "the two routes are within 10 % of each other: \(bootstrap)")
+        let verdict = json["verdict"] as? [String] ?? []
+        let line = verdict.first { $0.hasPrefix("obfs4 vs vanilla, time to 100%") } ?? ""
+        #expect(line.contains(": no clear difference"), "\(verdict)")
     }
 }

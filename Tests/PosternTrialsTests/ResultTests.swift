@@ -88,10 +88,39 @@ import Testing
         }
         let same = run([3.05, 3.02, 3.08, 3.04, 3.07], [3.06, 3.03, 3.05, 3.09, 3.01])
         #expect(same.best == nil)
-        #expect(same.verdict.contains("No clear best: obfs4 and snowflake got through equally often, and no figure tells them apart beyond chance here (more trials would tell)."),
+        #expect(same.verdict.contains("No clear best: obfs4 and snowflake got through equally often, and no figure tells them apart by a margin that is both beyond chance and large enough to matter (at least 10 %)."),
                 "\(same.verdict)")
         let apart = run([3.1, 3.2, 3.0, 3.3, 3.15], [8.0, 7.5, 9.1, 8.4, 7.9])
         #expect(apart.best == "obfs4")
-        #expect(apart.verdict.contains("Best here: obfs4 (as reliable as snowflake, and faster to 100%, unlikely to be chance)."), "\(apart.verdict)")
+        #expect(apart.verdict.contains("Best here: obfs4 (as reliable as snowflake, and faster to 100%, by a margin unlikely to be chance)."), "\(apart.verdict)")
+    }
+
+    /// The test bed's `good` link, obfs4 against the vanilla bridge (the CI run that failed on
+    /// it): every obfs4 trial 0.08 s ahead, p = 0.012. Real, and 2 % of 3.2 s: no best, and the
+    /// sentence says both that it is unlikely to be chance and that it is too small to matter.
+    @Test func aSignificantButTinyDifferenceIsNoClearDifference() throws {
+        func run(_ a: [Double], _ b: [Double]) -> ABResult {
+            let trials = a.enumerated().map { Fixtures.trial($0.offset * 2 + 1, "obfs4", attempt: $0.offset + 1, bootstrap: $0.element) }
+                + b.enumerated().map { Fixtures.trial($0.offset * 2 + 2, "vanilla", attempt: $0.offset + 1, bootstrap: $0.element) }
+            return ABResult(id: "tiny", startedAt: Fixtures.start, finishedAt: Fixtures.start, routes: ["obfs4", "vanilla"],
+                            trialsPerRoute: a.count, parallel: 2, order: "interleaved", seed: 3, warm: false, probeURL: nil,
+                            probeBytes: 0, directory: "/tmp/tiny", trials: trials)
+        }
+        let tiny = run([3.16, 3.15, 3.17, 3.16, 3.18], [3.24, 3.23, 3.26, 3.24, 3.25])
+        let bootstrap = try #require(tiny.comparisons.first { $0.figure == .bootstrap })
+        #expect(bootstrap.significant && !bootstrap.meaningful, "\(bootstrap)")
+        #expect(tiny.best == nil)
+        #expect(tiny.verdict.contains("obfs4 vs vanilla, time to 100%: medians 3.16 s vs 3.24 s (difference -0.08 s, 95% CI -0.10 s to -0.06 s; Mann-Whitney p = 0.012): no clear difference; obfs4 was ahead by 0.08 s (3 %), unlikely to be chance but too small to matter (a difference counts from 10 % and 0.10 s)."),
+                "\(tiny.verdict)")
+        // 10 % of the better median but under 0.10 s: still too small (first bytes of 0.5 s).
+        #expect(!ABResult.Comparison.largeEnough(figure: .probeFirstByte, 0.50, 0.58))
+        #expect(ABResult.Comparison.largeEnough(figure: .probeFirstByte, 0.50, 0.61))
+        #expect(ABResult.Comparison.largeEnough(figure: .throughput, 1_000_000, 890_000))
+        #expect(!ABResult.Comparison.largeEnough(figure: .throughput, 1_000_000, 910_000))
+        // A result saved before `meaningful` existed gets it from its medians.
+        var json = try #require(try JSONSerialization.jsonObject(with: try ABResult.encoder().encode(tiny)) as? [String: Any])
+        json["comparisons"] = (json["comparisons"] as? [[String: Any]])?.map { $0.filter { $0.key != "meaningful" } }
+        let old = try ABResult.decode(try JSONSerialization.data(withJSONObject: json))
+        #expect(old.comparisons.map(\.meaningful) == tiny.comparisons.map(\.meaningful))
     }
 }
