@@ -6,9 +6,9 @@ import PosternSystem
 /// ``Kind`` and a message that never carries a bridge secret.
 public typealias AppLayerError = CodedError<AppLayerErrorDomain>
 
-public enum AppLayerErrorDomain: ErrorDomain {
-    public static var defaultKind: AppLayerError.Kind { .failure }
-}
+/// Kinds: PosternSystem's `usage` (the input or the caller's request cannot work) and `failure`
+/// (the network, the peer or the machine failed), and `blocked` below.
+public enum AppLayerErrorDomain: ErrorDomain {}
 
 extension AppLayerError.Code {
     /// Tor is wanted (preference on) and not ready: nothing was sent.
@@ -32,10 +32,6 @@ extension AppLayerError.Code {
 }
 
 extension AppLayerError.Kind {
-    /// The input or the caller's request cannot work.
-    public static let usage = Self("usage")
-    /// The network, the peer or the machine failed.
-    public static let failure = Self("failure")
     /// Fail-closed refusal: Tor is wanted and not available.
     public static let blocked = Self("blocked")
 }

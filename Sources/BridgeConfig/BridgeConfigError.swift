@@ -40,9 +40,9 @@ public struct BridgeConfigError: Error, Hashable, Sendable, CustomStringConverti
     }
 }
 
+/// Kinds: PosternSystem's `invalidInput` (a bridge line, a relay address, a transport name is
+/// malformed), and:
 extension BridgeConfigError.Kind {
-    /// The input (a bridge line, a relay address, a transport name) is malformed.
-    public static let invalidInput = Self("invalid input")
     /// The request is well formed but conflicts with what is stored (duplicate, unknown ID).
     public static let conflict = Self("conflict")
     /// A configured limit would be exceeded.

@@ -4,9 +4,9 @@ import PosternSystem
 /// Postern error (``CodedError``), an extensible ``Code``, a coarse ``Kind`` and a message.
 public typealias TorCoreError = CodedError<TorCoreErrorDomain>
 
-public enum TorCoreErrorDomain: ErrorDomain {
-    public static var defaultKind: TorCoreError.Kind { .failure }
-}
+/// Kinds: PosternSystem's `usage` (the caller asked for something that cannot work: a bad
+/// option, the wrong state) and `failure` (tor or the machine failed while doing what was asked).
+public enum TorCoreErrorDomain: ErrorDomain {}
 
 extension TorCoreError.Code {
     public static let alreadyRunning = Self("already-running")
@@ -19,11 +19,4 @@ extension TorCoreError.Code {
     public static let notRunning = Self("not-running")
     public static let timedOut = Self("timed-out")
     public static let filesystem = Self("filesystem")
-}
-
-extension TorCoreError.Kind {
-    /// The caller asked for something that cannot work (bad option, wrong state).
-    public static let usage = Self("usage")
-    /// Tor or the machine failed while doing what was asked.
-    public static let failure = Self("failure")
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PosternSystem
 import TrialAnalysis
 
 /// Everything one `postern ab` run found: kept as `result.json` in its directory under
@@ -79,26 +80,8 @@ public struct ABResult: Codable, Sendable {
 
     /// A try of a trial that failed for a reason that is not the route's.
     public struct HarnessError: Codable, Sendable, Equatable {
-        public struct Code: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
-            public let rawValue: String
-            public init(rawValue: String) { self.rawValue = rawValue }
-            public var description: String { rawValue }
-            /// The child's directory or files could not be created.
-            public static let childSetup = Code(rawValue: "child-setup")
-            /// The child process could not be started, or exited before it started its run.
-            public static let childStart = Code(rawValue: "child-start")
-            /// The child's core refused the configuration the harness gave (e.g. its SOCKS port was
-            /// in use) or could not write its data directory.
-            public static let childConfiguration = Code(rawValue: "child-configuration")
-            /// The child refused its command line (exit status 64).
-            public static let childUsage = Code(rawValue: "child-usage")
-            /// The child died of a signal nobody sent it.
-            public static let childCrashed = Code(rawValue: "child-crashed")
-            /// The child said it was ready but named no SOCKS port.
-            public static let noSocksPort = Code(rawValue: "no-socks-port")
-            /// Nothing listened on the SOCKS port the child named.
-            public static let socksUnreachable = Code(rawValue: "socks-unreachable")
-        }
+        /// An open set of names, as every error code in Postern (PosternSystem's `ErrorCode`).
+        public typealias Code = ErrorCode<HarnessError>
 
         /// The trial's position in the schedule.
         public var trial: Int
@@ -586,4 +569,22 @@ public struct ABResult: Codable, Sendable {
             BoxPlotSVG.Panel(id: "throughput", title: "Throughput", axisLabel: "MiB/s", groups: groups(.throughput, scale: 1_048_576)),
         ]
     }
+}
+
+extension ABResult.HarnessError.Code {
+    /// The child's directory or files could not be created.
+    public static let childSetup = Self("child-setup")
+    /// The child process could not be started, or exited before it started its run.
+    public static let childStart = Self("child-start")
+    /// The child's core refused the configuration the harness gave (e.g. its SOCKS port was
+    /// in use) or could not write its data directory.
+    public static let childConfiguration = Self("child-configuration")
+    /// The child refused its command line (exit status 64).
+    public static let childUsage = Self("child-usage")
+    /// The child died of a signal nobody sent it.
+    public static let childCrashed = Self("child-crashed")
+    /// The child said it was ready but named no SOCKS port.
+    public static let noSocksPort = Self("no-socks-port")
+    /// Nothing listened on the SOCKS port the child named.
+    public static let socksUnreachable = Self("socks-unreachable")
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PosternSystem
 import Synchronization
 import TransportBase
 
@@ -42,23 +43,8 @@ public struct ProbeFetch: Sendable {
 
     /// Why a probe failed, and how far it got.
     public struct Failure: Error, Sendable, Equatable, CustomStringConvertible {
-        public struct Kind: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
-            public let rawValue: String
-            public init(rawValue: String) { self.rawValue = rawValue }
-            public var description: String { rawValue }
-            /// Nothing listens on the child's SOCKS port: the harness's problem, not the route's.
-            public static let socksUnreachable = Kind(rawValue: "socks-unreachable")
-            /// tor answered the SOCKS CONNECT with an error (no circuit, exit refused, timeout).
-            public static let connectFailed = Kind(rawValue: "connect-failed")
-            /// The stream closed or failed before a whole HTTP response header came back.
-            public static let noResponse = Kind(rawValue: "no-response")
-            /// Not HTTP, or a status other than 2xx.
-            public static let badResponse = Kind(rawValue: "bad-response")
-            /// The body stopped short of its Content-Length (the connection was cut).
-            public static let broken = Kind(rawValue: "broken")
-            /// The whole probe took longer than its deadline.
-            public static let timedOut = Kind(rawValue: "timed-out")
-        }
+        /// An open set of names, as every error kind in Postern (PosternSystem's `ErrorKind`).
+        public typealias Kind = ErrorKind<Failure>
 
         public var kind: Kind
         public var message: String
@@ -245,4 +231,19 @@ public struct ProbeFetch: Sendable {
         }
         return bytes
     }
+}
+
+extension ProbeFetch.Failure.Kind {
+    /// Nothing listens on the child's SOCKS port: the harness's problem, not the route's.
+    public static let socksUnreachable = Self("socks-unreachable")
+    /// tor answered the SOCKS CONNECT with an error (no circuit, exit refused, timeout).
+    public static let connectFailed = Self("connect-failed")
+    /// The stream closed or failed before a whole HTTP response header came back.
+    public static let noResponse = Self("no-response")
+    /// Not HTTP, or a status other than 2xx.
+    public static let badResponse = Self("bad-response")
+    /// The body stopped short of its Content-Length (the connection was cut).
+    public static let broken = Self("broken")
+    /// The whole probe took longer than its deadline.
+    public static let timedOut = Self("timed-out")
 }

@@ -4,9 +4,9 @@ import PosternSystem
 /// Postern error (``CodedError``), an extensible ``Code``, a coarse ``Kind`` and a message.
 public typealias TrialError = CodedError<TrialErrorDomain>
 
-public enum TrialErrorDomain: ErrorDomain {
-    public static var defaultKind: TrialError.Kind { .failure }
-}
+/// Kinds: PosternSystem's `usage` (the caller asked for something that cannot work) and `failure`
+/// (the machine failed while doing what was asked).
+public enum TrialErrorDomain: ErrorDomain {}
 
 extension TrialError.Code {
     /// A probe URL or other input that cannot work.
@@ -17,11 +17,4 @@ extension TrialError.Code {
     public static let spawn = Self("spawn")
     /// A saved result could not be decoded.
     public static let badResult = Self("bad-result")
-}
-
-extension TrialError.Kind {
-    /// The caller asked for something that cannot work.
-    public static let usage = Self("usage")
-    /// The machine failed while doing what was asked.
-    public static let failure = Self("failure")
 }

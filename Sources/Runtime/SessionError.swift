@@ -6,9 +6,7 @@ import PosternSystem
 /// ``Kind``: `usage` when the caller's input cannot work, `failure` otherwise.
 public typealias SessionError = CodedError<SessionErrorDomain>
 
-public enum SessionErrorDomain: ErrorDomain {
-    public static var defaultKind: SessionError.Kind { .failure }
-}
+public enum SessionErrorDomain: ErrorDomain {}
 
 extension SessionError.Code {
     /// The Tor preference is off in the settings: nothing starts.
@@ -27,9 +25,4 @@ extension SessionError.Code {
     public static let file = Self("file")
     /// The session was used after ``PosternSession/stop()``.
     public static let stopped = Self("stopped")
-}
-
-extension SessionError.Kind {
-    public static let usage = Self("usage")
-    public static let failure = Self("failure")
 }

@@ -13,15 +13,9 @@ public enum TransportErrorDomain: ErrorDomain {
     public static func describe(code: TransportError.Code, message: String) -> String { "\(code): \(message)" }
 }
 
+/// Kinds: PosternSystem's `invalidInput` (arguments or configuration rejected before any network
+/// activity), `network`, `protocolViolation` (or failed authentication) and `timeout`, and:
 extension TransportError.Kind {
-    /// Arguments or configuration were rejected before any network activity.
-    public static let invalidInput = Self("invalid-input")
-    /// The operating system refused or lost a connection.
-    public static let network = Self("network")
-    /// The peer sent bytes that violate the protocol (or failed authentication).
-    public static let protocolViolation = Self("protocol-violation")
-    /// A deadline passed.
-    public static let timeout = Self("timeout")
     /// The operation was cancelled or the object was closed locally.
     public static let cancelled = Self("cancelled")
     /// A local resource or library call failed.

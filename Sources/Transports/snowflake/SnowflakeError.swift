@@ -33,13 +33,10 @@ extension SnowflakeError.Code {
     public static let timeout = Self("timeout")
 }
 
+/// Kinds: PosternSystem's `protocolViolation` (the broker, a proxy or the server sent something
+/// that violates the protocol), `network` (connect, read or write failed) and `invalidInput` (our
+/// own input, a URL or a payload size, is not acceptable), and:
 extension SnowflakeError.Kind {
-    /// The peer (broker, proxy, server) sent something that violates the protocol.
-    public static let protocolViolation = Self("protocol violation")
     /// The broker answered, but with a refusal (no proxies, timeout, unknown bridge).
     public static let refused = Self("refused")
-    /// The network failed: connect, read or write.
-    public static let network = Self("network")
-    /// Our own input (a URL, a payload size) is not acceptable.
-    public static let invalidInput = Self("invalid input")
 }
