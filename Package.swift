@@ -86,7 +86,7 @@ let package = Package(
                                          "TrialAnalysis", "PosternRuntime", "PosternAppLayer", "PosternTrials"],
                           path: "Sources/postern"),
 
-        .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig", "BridgeStoreCrashWriter"],
+        .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig", "PosternRuntime", "BridgeStoreCrashWriter"],
                     path: "Tests/BridgeConfigTests", resources: [.copy("Corpus")]),
         // Helper process for the store's kill -9 and multi-process tests.
         .executableTarget(name: "BridgeStoreCrashWriter", dependencies: ["BridgeConfig"], path: "Tests/BridgeStoreCrashWriter"),
@@ -121,7 +121,7 @@ let package = Package(
 // `-Xswiftc -sanitize=fuzzer` and otherwise replays the files named on the command line, so a plain
 // `swift build` links them too. `make fuzz` and scripts/fuzz.sh build and run them all.
 let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
-    ("BridgeParserFuzzer", ["BridgeConfig"]),
+    ("BridgeParserFuzzer", ["BridgeConfig", "PosternRuntime"]),
     ("ControlReplyFuzzer", ["PosternCore"]),
     ("PTSocksFuzzer", ["TransportBase"]),
     ("PluginHandshakeFuzzer", ["TransportBase"]),

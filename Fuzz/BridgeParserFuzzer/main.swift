@@ -7,18 +7,23 @@
 //   - safe-mode messages never contain a long base64/hex-like run (25+ characters) of the input,
 //     which is what certs, fingerprints and keys look like;
 //   - relay normalization is idempotent.
+//
+// Lines are checked with Postern's full rulebook (PosternRuntime's Transports.argumentRules), so
+// the transports' own argument rules get the hostile input too.
 import BridgeConfig
 import Foundation
 import FuzzSupport
+import PosternRuntime
 
 func checkBridgePaste(_ input: UnsafeRawBufferPointer) {
     let text = String(decoding: input, as: UTF8.self)
+    let rules = Transports.argumentRules
 
-    let paste = BridgePaste.parse(text, logging: .safe)
+    let paste = BridgePaste.parse(text, rules: rules, logging: .safe)
     let messages = paste.rejected.map(\.message) + paste.warnings.map(\.message) + paste.notes.map(\.message)
     for accepted in paste.accepted {
         let line = accepted.line
-        let reparsed = BridgeLine(line.description)
+        let reparsed = try? BridgeLine(validating: line.description, rules: rules)
         fuzzCheck(reparsed == line && reparsed?.description == line.description, "round trip failed")
         let scrubbed = line.description(policy: .safe)
         fuzzCheck(!scrubbed.contains(line.address.description), "address in scrubbed description")
@@ -34,8 +39,9 @@ func checkBridgePaste(_ input: UnsafeRawBufferPointer) {
             fuzzCheck(!text.contains(run), "a long word of the input in a message")
         }
     }
-    _ = BridgePaste.parse(text, logging: .unsafe)
-    _ = try? BridgeLine.parse(text)
+    _ = BridgePaste.parse(text, rules: rules, logging: .unsafe)
+    _ = try? BridgeLine.parse(text, rules: rules)
+    _ = BridgePaste.parse(text, rules: .syntaxOnly, logging: .safe)
 
     if let relay = NostrRelayURL(text) {
         fuzzCheck(NostrRelayURL(relay.rawValue) == relay, "relay normalization not idempotent")

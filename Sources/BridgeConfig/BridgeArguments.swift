@@ -48,6 +48,15 @@ public struct BridgeArguments: Hashable, Sendable, CustomStringConvertible, Rand
 
     init(unchecked elements: [BridgeArgument]) { self.elements = elements }
 
+    /// Builds arguments from pairs as a transport reads tor's SOCKS arguments: a repeated key
+    /// keeps its first value (goptlib's `Args.Get`), later ones are dropped.
+    public init(keepingFirstOf pairs: [(key: String, value: String)]) {
+        var seen = Set<String>()
+        elements = pairs.compactMap { pair in
+            seen.insert(pair.key).inserted ? BridgeArgument(key: pair.key, value: pair.value) : nil
+        }
+    }
+
     public var startIndex: Int { elements.startIndex }
     public var endIndex: Int { elements.endIndex }
     public subscript(position: Int) -> BridgeArgument { elements[position] }

@@ -3,9 +3,11 @@ import PosternSystem
 /// One bridge: `[transport] address [fingerprint] [key=value ...]`, the grammar of tor's `Bridge`
 /// option (pt-spec.md §6) without the `Bridge` keyword.
 ///
-/// `description` is the canonical line and parses back to an equal value. It contains secrets:
+/// `description` is the canonical line and parses back (with the same rulebook) to an equal value.
+/// It is not `LosslessStringConvertible`: reading a line needs the transports' argument rules
+/// (`init(validating:rules:)`). The description contains secrets:
 /// for logs and messages use `description(policy:)` or wrap the line in `Redacted`.
-public struct BridgeLine: Hashable, Sendable, CustomStringConvertible, LosslessStringConvertible, RedactableDescription {
+public struct BridgeLine: Hashable, Sendable, CustomStringConvertible, RedactableDescription {
     public let transport: TransportName
     public let address: BridgeAddress
     public let fingerprint: Fingerprint?
@@ -20,14 +22,10 @@ public struct BridgeLine: Hashable, Sendable, CustomStringConvertible, LosslessS
 
     public var identity: Identity { Identity(transport: transport, address: address, fingerprint: fingerprint) }
 
-    /// Parses and validates one line; warnings are dropped (use `BridgeLine.parse` to see them).
-    public init(validating text: String, logging: LoggingPolicy = .safe) throws(BridgeConfigError) {
-        self = try BridgeLine.parse(text, logging: logging).line
-    }
-
-    public init?(_ description: String) {
-        guard let line = try? BridgeLine(validating: description) else { return nil }
-        self = line
+    /// Parses and validates one line, its arguments by `rules`; warnings are dropped (use
+    /// `BridgeLine.parse` to see them).
+    public init(validating text: String, rules: BridgeArgumentRulebook, logging: LoggingPolicy = .safe) throws(BridgeConfigError) {
+        self = try BridgeLine.parse(text, rules: rules, logging: logging).line
     }
 
     init(transport: TransportName, address: BridgeAddress, fingerprint: Fingerprint?, arguments: BridgeArguments) {
@@ -66,17 +64,19 @@ public struct BridgeLine: Hashable, Sendable, CustomStringConvertible, LosslessS
         public let warnings: [BridgeConfigDiagnostic]
     }
 
-    /// Parses one bridge line. An optional leading `Bridge` keyword (any case) is skipped. Errors
-    /// name the word by its position in `text` (counting the keyword, as the user sees the line)
-    /// and its kind, and show its text only under unsafe logging.
-    public static func parse(_ text: String, logging: LoggingPolicy = .safe) throws(BridgeConfigError) -> Parsed {
+    /// Parses one bridge line. An optional leading `Bridge` keyword (any case) is skipped. The
+    /// arguments are checked by the rules `rules` has for the line's transport (a transport it
+    /// does not know gets the `unknownTransport` warning). Errors name the word by its position in
+    /// `text` (counting the keyword, as the user sees the line) and its kind, and show its text
+    /// only under unsafe logging.
+    public static func parse(_ text: String, rules: BridgeArgumentRulebook, logging: LoggingPolicy = .safe) throws(BridgeConfigError) -> Parsed {
         var words = splitWords(text)
         var wordOffset = 0
         if let first = words.first, first.lowercased() == "bridge" {
             words.removeFirst()
             wordOffset = 1
         }
-        var parser = LineParser(words: words, logging: logging, wordOffset: wordOffset)
+        var parser = LineParser(words: words, rulebook: rules, logging: logging, wordOffset: wordOffset)
         return try parser.run()
     }
 
@@ -114,13 +114,15 @@ func isPrintableKey(_ key: String) -> Bool {
 
 private struct LineParser {
     let words: [String]
+    let rulebook: BridgeArgumentRulebook
     let logging: LoggingPolicy
     let wordOffset: Int
     var warnings: [BridgeConfigDiagnostic] = []
     var label: WordLabel { WordLabel(logging: logging, offset: wordOffset) }
 
-    init(words: [String], logging: LoggingPolicy, wordOffset: Int) {
+    init(words: [String], rulebook: BridgeArgumentRulebook, logging: LoggingPolicy, wordOffset: Int) {
         self.words = words
+        self.rulebook = rulebook
         self.logging = logging
         self.wordOffset = wordOffset
     }
@@ -137,6 +139,12 @@ private struct LineParser {
     mutating func warn(_ code: BridgeConfigError.Code, word: Int?, kind: String?, _ reason: String) {
         let prefix = word.map { label($0, kind, words[$0 - 1]) + ": " } ?? ""
         warnings.append(BridgeConfigDiagnostic(code: code, message: prefix + reason))
+    }
+
+    /// "word 5 (cert): " when the problem's key is in the line; nothing for a missing key.
+    func keyLabel(_ problem: BridgeArgumentProblem, _ wordOfKey: [String: Int]) -> String {
+        guard let key = problem.key, let word = wordOfKey[key] else { return "" }
+        return label(word, isPrintableKey(key) ? key : "argument", words[word - 1]) + ": "
     }
 
     mutating func run() throws(BridgeConfigError) -> BridgeLine.Parsed {
@@ -176,7 +184,8 @@ private struct LineParser {
                                     message: "the line names the transport \(transport.description(policy: logging)) but has no address after it")
         }
         let addressWord = next + 1
-        let allowsHostName = [TransportName.snowflake, .meekLite, .webtunnel].contains(transport)
+        let rules = transport.isVanilla ? nil : rulebook.rules(for: transport)
+        let allowsHostName = rules?.acceptsHostNameAddress ?? false
         let address: BridgeAddress
         do {
             let parsed = try BridgeAddress.parse(words[next], allowingHostName: allowsHostName)
@@ -192,7 +201,7 @@ private struct LineParser {
             var error = error
             if error.code == .hostNameNotAllowed {
                 error = BridgeConfigError(code: error.code, kind: error.kind,
-                                          message: transport.isVanilla || !transport.isKnown
+                                          message: rules == nil
                                             ? "tor needs an IP address here, not a host name"
                                             : "\(transport) bridges need an IP address here, not a host name")
             }
@@ -251,11 +260,21 @@ private struct LineParser {
         }
         var arguments = BridgeArguments(unchecked: elements)
 
-        var checker = ArgumentChecker(transport: transport, fingerprint: fingerprint, arguments: arguments,
-                                      wordOfKey: wordOfKey, words: words, logging: logging, wordOffset: wordOffset)
-        try checker.check()
-        arguments = checker.arguments
-        warnings.append(contentsOf: checker.warnings)
+        // 5. The transport's own argument rules, from the rulebook.
+        if let rules {
+            var review = BridgeArgumentReview(transport: transport, fingerprint: fingerprint, arguments: arguments)
+            do {
+                try rules.review(&review)
+            } catch {
+                throw BridgeConfigError(code: error.code, kind: .invalidInput, message: keyLabel(error, wordOfKey) + error.reason,
+                                        word: error.key.flatMap { wordOfKey[$0] }.map { $0 + wordOffset })
+            }
+            arguments = review.arguments
+            warnings.append(contentsOf: review.warnings.map { BridgeConfigDiagnostic(code: $0.code, message: keyLabel($0, wordOfKey) + $0.reason) })
+        } else if !transport.isVanilla {
+            warn(.unknownTransport, word: nil, kind: nil,
+                 "the transport \(transport.description(policy: logging)) is not one Postern knows; its arguments were not checked and it needs a transport plugin of that name")
+        }
 
         let encodedLength = arguments.socksArgumentString.utf8.count
         if encodedLength > BridgeArguments.maximumEncodedLength {

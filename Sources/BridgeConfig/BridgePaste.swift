@@ -46,8 +46,9 @@ public struct BridgePaste: Hashable, Sendable {
 
     public var lines: [BridgeLine] { accepted.map(\.line) }
 
-    /// Reads a paste. Never throws: problems are reported per line in the result.
-    public static func parse(_ text: String, logging: LoggingPolicy = .safe) -> BridgePaste {
+    /// Reads a paste, checking each line's arguments by `rules`. Never throws: problems are
+    /// reported per line in the result.
+    public static func parse(_ text: String, rules: BridgeArgumentRulebook, logging: LoggingPolicy = .safe) -> BridgePaste {
         var paste = BridgePaste()
         var normalized = text.replacingAll("\r\n", with: "\n").replacingAll("\r", with: "\n")
         if normalized.hasPrefix("\u{FEFF}") { normalized.removeFirst() }
@@ -70,7 +71,7 @@ public struct BridgePaste: Hashable, Sendable {
 
         var firstSeen: [BridgeLine.Identity: PasteLocation] = [:]
         for unit in units {
-            paste.read(unit.text, at: unit.location, logging: logging, firstSeen: &firstSeen)
+            paste.read(unit.text, at: unit.location, rules: rules, logging: logging, firstSeen: &firstSeen)
         }
         return paste
     }
@@ -85,7 +86,7 @@ public struct BridgePaste: Hashable, Sendable {
         "socks5proxy", "socks4proxy", "transport", "dnsport", "runasdaemon",
     ]
 
-    private mutating func read(_ raw: String, at location: PasteLocation, logging: LoggingPolicy,
+    private mutating func read(_ raw: String, at location: PasteLocation, rules: BridgeArgumentRulebook, logging: LoggingPolicy,
                                firstSeen: inout [BridgeLine.Identity: PasteLocation]) {
         var text = Self.trim(Substring(raw))
         if text.isEmpty || text.hasPrefix("#") || text.hasPrefix("//") { return }
@@ -127,7 +128,7 @@ public struct BridgePaste: Hashable, Sendable {
         }
 
         do {
-            let parsed = try BridgeLine.parse(((hadBridgeKeyword ? ["Bridge"] : []) + words).joined(separator: " "), logging: logging)
+            let parsed = try BridgeLine.parse(((hadBridgeKeyword ? ["Bridge"] : []) + words).joined(separator: " "), rules: rules, logging: logging)
             warnings.append(contentsOf: parsed.warnings.map { $0.located(at: location) })
             if let earlier = firstSeen[parsed.line.identity] {
                 warnings.append(BridgeConfigDiagnostic(code: .duplicateLine,

@@ -26,13 +26,17 @@ public struct BridgeStore: Sendable {
     static let maximumFileSize = 1 << 20
 
     public let directory: String
+    /// The argument rules stored lines are read back with: a line that no longer passes them makes
+    /// the file invalid, like any other damage.
+    public let rules: BridgeArgumentRulebook
     public var filePath: String { directory + "/" + Self.fileName }
     var lockPath: String { filePath + ".lock" }
     var temporaryPrefix: String { Self.fileName + ".tmp-" }
 
-    public init(directory: String? = nil,
+    public init(directory: String? = nil, rules: BridgeArgumentRulebook,
                 environment: [String: String] = ProcessInfo.processInfo.environment) throws(BridgeConfigError) {
         self.directory = try Self.resolveDirectory(explicit: directory, environment: environment)
+        self.rules = rules
     }
 
     /// The directory the store lives in, by the precedence described on the type.
@@ -148,7 +152,7 @@ public struct BridgeStore: Sendable {
             }
             let line: BridgeLine
             do {
-                line = try BridgeLine(validating: entry.line)
+                line = try BridgeLine(validating: entry.line, rules: rules)
             } catch {
                 throw corrupt("bridge \(id) does not parse (\(error.message))")
             }

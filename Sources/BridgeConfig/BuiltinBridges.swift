@@ -23,14 +23,14 @@ public struct BuiltinBridges: Hashable, Sendable {
 
     public var transports: Set<TransportName> { Set(groups.values.joined().map(\.transport)) }
 
-    /// The list bundled with Postern.
-    public static func bundled() throws(BridgeConfigError) -> BuiltinBridges {
+    /// The list bundled with Postern, its lines checked by `rules`.
+    public static func bundled(rules: BridgeArgumentRulebook) throws(BridgeConfigError) -> BuiltinBridges {
         guard let url = Bundle.module.url(forResource: "builtin-bridges", withExtension: "json"),
               let data = try? Data(contentsOf: url) else {
             throw BridgeConfigError(code: .builtinsUnavailable, kind: .storage,
                                     message: "the built-in bridge list is missing from Postern's resources")
         }
-        return try BuiltinBridges(jsonData: data)
+        return try BuiltinBridges(jsonData: data, rules: rules)
     }
 
     /// A list from bridge lines, one group per transport (for private networks and tests, which
@@ -43,9 +43,9 @@ public struct BuiltinBridges: Hashable, Sendable {
         groups = Dictionary(grouping: lines, by: \.transport.rawValue)
     }
 
-    /// Parses a list in the resource's format. Every line must validate; a bad line is an error
-    /// naming its group and position (not its content).
-    public init(jsonData: Data) throws(BridgeConfigError) {
+    /// Parses a list in the resource's format. Every line must validate by `rules`; a bad line is
+    /// an error naming its group and position (not its content).
+    public init(jsonData: Data, rules: BridgeArgumentRulebook) throws(BridgeConfigError) {
         struct File: Decodable {
             let source: String
             let date: String?
@@ -66,7 +66,7 @@ public struct BuiltinBridges: Hashable, Sendable {
             var lines: [BridgeLine] = []
             for (offset, text) in texts.enumerated() {
                 do {
-                    lines.append(try BridgeLine(validating: text))
+                    lines.append(try BridgeLine(validating: text, rules: rules))
                 } catch {
                     throw invalid("\(group) line \(offset + 1): \(error.message)")
                 }

@@ -32,7 +32,9 @@ public struct TransportName: Hashable, Sendable, Comparable, CustomStringConvert
     public static let meekLite = TransportName(trusted: "meek_lite")
     public static let webtunnel = TransportName(trusted: "webtunnel")
 
-    /// The transports whose arguments Postern checks. Others are accepted with a warning.
+    /// The well-known names: a bridge line's transport written in another case is normalised to
+    /// one of these. Which transports' arguments are checked is up to the `BridgeArgumentRulebook`
+    /// the line is parsed with.
     public static let known: [TransportName] = [.vanilla, .obfs4, .snowflake, .meekLite, .webtunnel]
 
     /// The name for messages and logs. Well-known and short names are harmless; a long unknown

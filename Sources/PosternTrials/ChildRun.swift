@@ -63,7 +63,9 @@ public final class ChildRun: @unchecked Sendable {
             try manager.createDirectory(at: setup.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             try manager.createDirectory(at: dataDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             if !setup.bridges.isEmpty || !setup.plugins.isEmpty {
-                let store = try BridgeStore(directory: configDirectory.path)
+                // A fresh directory: nothing stored to read back, and the lines were checked by the
+                // caller; the child reads them with Postern's full rules.
+                let store = try BridgeStore(directory: configDirectory.path, rules: .syntaxOnly)
                 try store.update { configuration in
                     for line in setup.bridges { _ = try configuration.add(line) }
                     for plugin in setup.plugins { try configuration.addPlugin(plugin) }

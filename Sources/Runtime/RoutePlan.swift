@@ -24,7 +24,7 @@ public struct RoutePlan: Equatable, Sendable {
     ///   - builtins: the built-in bridges (bundled, or a private network's own list).
     public static func make(configuration: BridgeConfiguration, overrideBridges: [BridgeLine],
                      overrideTransport: TransportSelection?, pluginPorts: [TransportName: UInt16],
-                     builtins: BuiltinBridges? = try? BuiltinBridges.bundled()) throws -> RoutePlan {
+                     builtins: BuiltinBridges? = try? BuiltinBridges.bundled(rules: Transports.argumentRules)) throws -> RoutePlan {
         var notes: [String] = []
         var bridges: [BridgeLine]
         var label: String

@@ -45,7 +45,7 @@ public struct SessionSettings: Sendable {
     /// The route for this session only (`--transport`).
     public var overrideTransport: TransportSelection?
     /// The built-in bridges. nil: none (a private network must never dial Tor Browser's).
-    public var builtins: BuiltinBridges? = try? BuiltinBridges.bundled()
+    public var builtins: BuiltinBridges? = try? BuiltinBridges.bundled(rules: Transports.argumentRules)
     /// Connection assist's ceilings and no-progress windows.
     public var limits = RouteLimitTable()
 
@@ -59,7 +59,7 @@ public struct SessionSettings: Sendable {
     /// `<configDirectory>/state`).
     public static func directory(_ configDirectory: URL, stateDirectory: URL? = nil) throws(SessionError) -> SessionSettings {
         let store: BridgeStore
-        do { store = try BridgeStore(directory: configDirectory.path) } catch { throw SessionError(.store, error.message) }
+        do { store = try BridgeStore(directory: configDirectory.path, rules: Transports.argumentRules) } catch { throw SessionError(.store, error.message) }
         return try directory(store: store, configDirectory: configDirectory,
                              stateDirectory: stateDirectory ?? configDirectory.appendingPathComponent("state"))
     }

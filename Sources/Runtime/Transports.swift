@@ -17,6 +17,18 @@ public enum Transports {
     /// The names Postern implements itself.
     public static let builtinNames: [String] = ["obfs4", "snowflake", "webtunnel"]
 
+    /// The argument rules bridge lines are checked with, one line per transport: each transport's
+    /// module states its own (and uses them again at dial time). Every parse of a bridge line, a
+    /// paste or the store goes through this rulebook; a transport missing here is accepted with an
+    /// `unknownTransport` warning and its arguments are not checked.
+    public static let argumentRules = BridgeArgumentRulebook([
+        Obfs4ArgumentRules(),
+        SnowflakeArgumentRules(),
+        WebtunnelArgumentRules(),
+        // Plugin-only (no Postern module), so its rules live in BridgeConfig.
+        MeekLiteArgumentRules(),
+    ])
+
     public static func registry(plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
         try assemble(own: [Obfs4Transport(), SnowflakeTransport(), WebtunnelTransport()], plugins: plugins, stateLocation: stateLocation,
                      dialTimeout: .seconds(60))

@@ -22,7 +22,7 @@ struct BridgeLineTests {
     }
 
     @Test func specCertVectorDecodesToNodeIDAndPublicKey() throws {
-        let bytes = try #require(decodeBase64(Substring(Sample.cert)))
+        let bytes = try #require(BridgeArgumentSyntax.decodeBase64(Substring(Sample.cert)))
         #expect(bytes.count == 52)
         #expect(Array(bytes[0..<20]) == Array(0..<20))
         #expect(bytes[20] == 0xe7 && bytes[21] == 0x9a && bytes[50] == 0x24 && bytes[51] == 0x24)

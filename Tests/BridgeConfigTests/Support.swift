@@ -1,6 +1,39 @@
 import Foundation
+import PosternRuntime
 import Testing
 @testable import BridgeConfig
+
+/// The rulebook these tests parse with: Postern's own (PosternRuntime's `Transports.argumentRules`),
+/// so the golden corpus and the store tests check each transport's argument rules as the CLI does.
+let posternRules = Transports.argumentRules
+
+// The entry points with Postern's rulebook filled in, so the test bodies read as before the rules
+// moved into the transport modules (tests of a rulebook pass one explicitly).
+extension BridgeLine {
+    init(validating text: String, logging: LoggingPolicy = .safe) throws(BridgeConfigError) {
+        try self.init(validating: text, rules: posternRules, logging: logging)
+    }
+
+    static func parse(_ text: String, logging: LoggingPolicy = .safe) throws(BridgeConfigError) -> Parsed {
+        try parse(text, rules: posternRules, logging: logging)
+    }
+}
+
+extension BridgePaste {
+    static func parse(_ text: String, logging: LoggingPolicy = .safe) -> BridgePaste {
+        parse(text, rules: posternRules, logging: logging)
+    }
+}
+
+extension BridgeStore {
+    init(directory: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment) throws(BridgeConfigError) {
+        try self.init(directory: directory, rules: posternRules, environment: environment)
+    }
+}
+
+extension BuiltinBridges {
+    static func bundled() throws(BridgeConfigError) -> BuiltinBridges { try bundled(rules: posternRules) }
+}
 
 enum Corpus {
     static var directory: URL {

@@ -5,6 +5,9 @@
 //       "committed N" after each update returns. The test kills it with SIGKILL at random moments.
 //   BridgeStoreCrashWriter add <dir> <tag> <count>
 //       Adds <count> distinct bridges tagged <tag>, one update each (lost-update test).
+//
+// Lines are read with the grammar only (`.syntaxOnly`): what is under test is the store's
+// atomicity and locking; the tests read the result back with Postern's full rulebook.
 import BridgeConfig
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +18,7 @@ func generationConfiguration(_ generation: Int) throws -> BridgeConfiguration {
     var configuration = BridgeConfiguration()
     for index in 0..<(1 + generation % 20) {
         let digit = String(index % 16, radix: 16).uppercased()
-        let line = try BridgeLine(validating: "198.51.100.\(index + 1):\(1024 + generation % 60000) \(String(repeating: digit, count: 40))")
+        let line = try BridgeLine(validating: "198.51.100.\(index + 1):\(1024 + generation % 60000) \(String(repeating: digit, count: 40))", rules: .syntaxOnly)
         try configuration.add(line)
     }
     configuration.transport = generation % 2 == 0 ? .auto : .direct
@@ -43,7 +46,7 @@ func fail(_ message: String) -> Never {
 let arguments = CommandLine.arguments
 guard arguments.count >= 4 else { fail("usage: write-loop <dir> <first> | add <dir> <tag> <count>") }
 do {
-    let store = try BridgeStore(directory: arguments[2])
+    let store = try BridgeStore(directory: arguments[2], rules: .syntaxOnly)
     switch arguments[1] {
     case "write-loop":
         guard var generation = Int(arguments[3]) else { fail("bad generation") }
@@ -56,7 +59,7 @@ do {
     case "add":
         guard arguments.count == 5, let tag = Int(arguments[3]), let count = Int(arguments[4]) else { fail("bad add arguments") }
         for index in 0..<count {
-            let line = try BridgeLine(validating: "obfs4 198.51.\(100 + tag).\(index + 1):443 cert=\(String(repeating: "A", count: 70)) iat-mode=0")
+            let line = try BridgeLine(validating: "obfs4 198.51.\(100 + tag).\(index + 1):443 cert=\(String(repeating: "A", count: 70)) iat-mode=0", rules: .syntaxOnly)
             try store.update { try $0.add(line) }
         }
     default:

@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternRuntime
 import Testing
 @testable import PosternCore
 
@@ -9,16 +10,16 @@ import Testing
     // Documentation addresses (192.0.2.0/24): these lines are only parsed, never dialled.
     static let cert = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMw"
     static func obfs4(_ host: Int) -> BridgeLine {
-        try! BridgeLine(validating: "obfs4 192.0.2.\(host):443 \(String(repeating: "A", count: 39))\(host % 10) cert=\(cert) iat-mode=0")
+        try! BridgeLine(validating: "obfs4 192.0.2.\(host):443 \(String(repeating: "A", count: 39))\(host % 10) cert=\(cert) iat-mode=0", rules: Transports.argumentRules)
     }
     static func snowflake(_ host: Int) -> BridgeLine {
-        try! BridgeLine(validating: "snowflake 192.0.2.\(host):80 url=https://broker.example/ ice=stun:stun.example:3478")
+        try! BridgeLine(validating: "snowflake 192.0.2.\(host):80 url=https://broker.example/ ice=stun:stun.example:3478", rules: Transports.argumentRules)
     }
     static func vanilla(_ host: Int) -> BridgeLine {
-        try! BridgeLine(validating: "192.0.2.\(host):9001 \(String(repeating: "B", count: 39))\(host % 10)")
+        try! BridgeLine(validating: "192.0.2.\(host):9001 \(String(repeating: "B", count: 39))\(host % 10)", rules: Transports.argumentRules)
     }
     static func other(_ name: String, _ host: Int) -> BridgeLine {
-        try! BridgeLine(validating: "\(name) 192.0.2.\(host):443 \(String(repeating: "C", count: 39))\(host % 10)")
+        try! BridgeLine(validating: "\(name) 192.0.2.\(host):443 \(String(repeating: "C", count: 39))\(host % 10)", rules: Transports.argumentRules)
     }
 
     static let available: Set<TransportName> = [.obfs4, .snowflake, .vanilla, TransportName("fancy")!]

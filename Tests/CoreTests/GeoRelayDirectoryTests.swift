@@ -1,6 +1,7 @@
 import PosternTestSupport
 import BridgeConfig
 import Foundation
+import PosternRuntime
 import Testing
 @testable import PosternCore
 @testable import PosternAppLayer
@@ -132,7 +133,7 @@ private func startDirectoryServer(_ files: [String: String]) async throws -> (Pe
         let state = temporaryDirectory("geo-off")
         defer { try? FileManager.default.removeItem(at: state) }
         // A tor that was never started: waiting on it would burn the whole 75 s.
-        let activation = NetworkActivationService(store: try BridgeStore(directory: state.path), readiness: TorManager())
+        let activation = NetworkActivationService(store: try BridgeStore(directory: state.path, rules: Transports.argumentRules), readiness: TorManager())
         try await activation.setTorPreference(false)
         let cache = state.appendingPathComponent("geo/relays.csv")
         let directory = GeoRelayDirectory(sourceURL: URL(string: "http://127.0.0.1:\(port)/relays.csv")!, cacheFile: cache,
@@ -161,7 +162,7 @@ private func startDirectoryServer(_ files: [String: String]) async throws -> (Pe
         defer { peer.stop(); try? FileManager.default.removeItem(at: served) }
         let state = temporaryDirectory("geo-on")
         defer { try? FileManager.default.removeItem(at: state) }
-        let store = try BridgeStore(directory: state.path)
+        let store = try BridgeStore(directory: state.path, rules: Transports.argumentRules)
         if preference == "unreadable" {
             // A stored value that cannot be read counts as ON.
             try Data("{ not json".utf8).write(to: URL(fileURLWithPath: store.filePath))

@@ -15,7 +15,7 @@ struct SessionSettingsTests {
 
     @Test func inMemoryUpdateAppliesAtOnceOrNotAtAll() throws {
         let settings = InMemorySettings()
-        let line = try BridgeLine.parse("192.0.2.7:443 AAC11E571AF694D47D43385A9E475A57F5CE0A72").line
+        let line = try BridgeLine.parse("192.0.2.7:443 AAC11E571AF694D47D43385A9E475A57F5CE0A72", rules: Transports.argumentRules).line
         try settings.update { _ = try $0.add(line) }
         #expect(settings.configuration.bridges.count == 1)
         let generation = settings.generation

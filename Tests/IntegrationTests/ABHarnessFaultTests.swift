@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternRuntime
 import PosternTestSupport
 import PosternTrials
 import Testing
@@ -15,7 +16,7 @@ extension TestBedSuite {
         try bed.setCensor("none")
         let directory = TestBed.temporaryDirectory("ab-harness")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let obfs4 = try BridgeLine(validating: bed["TB_BRIDGE_OBFS4"])
+        let obfs4 = try BridgeLine(validating: bed["TB_BRIDGE_OBFS4"], rules: Transports.argumentRules)
         let holder = try HeldLoopbackPort()
 
         let plan = TrialRunner.Plan(

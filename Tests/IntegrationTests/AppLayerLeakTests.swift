@@ -1,6 +1,7 @@
 import PosternTestSupport
 import BridgeConfig
 import Foundation
+import PosternRuntime
 import Testing
 @testable import PosternCore
 @testable import PosternAppLayer
@@ -102,7 +103,7 @@ extension TestBedSuite {
         try await tor.start(TorConfiguration(dataDirectory: state.appendingPathComponent("tor"), socks: socks, options: try bed.clientOptions()))
         defer { Task { await tor.shutdown() } }
         // Preference on (stored default); each wait 40 s, so a connection gives up after 120 s.
-        let activation = NetworkActivationService(store: try BridgeStore(directory: state.appendingPathComponent("config").path),
+        let activation = NetworkActivationService(store: try BridgeStore(directory: state.appendingPathComponent("config").path, rules: Transports.argumentRules),
                                                   readiness: tor, socks: socks, readinessWait: .seconds(40))
         #expect(await activation.torWanted)
         let http = ProxiedHTTPClient(activation: activation)

@@ -1,6 +1,7 @@
 import PosternTestSupport
 import BridgeConfig
 import Foundation
+import PosternRuntime
 import Testing
 @testable import PosternCore
 @testable import PosternAppLayer
@@ -55,7 +56,7 @@ extension TestBedSuite {
         try await tor.start(TorConfiguration(dataDirectory: state.appendingPathComponent("tor"), socks: socks, options: try bed.clientOptions()))
         defer { Task { await tor.shutdown() } }
         #expect(await tor.awaitReady(timeout: .seconds(90)))
-        let activation = NetworkActivationService(store: try BridgeStore(directory: state.appendingPathComponent("config").path),
+        let activation = NetworkActivationService(store: try BridgeStore(directory: state.appendingPathComponent("config").path, rules: Transports.argumentRules),
                                                   readiness: tor, socks: socks)
         #expect(await activation.routeWithoutWaiting() == .tor(socks))
 
@@ -151,7 +152,7 @@ extension TestBedSuite {
         try await tor.start(TorConfiguration(dataDirectory: state.appendingPathComponent("tor"), socks: socks, options: try bed.clientOptions()))
         defer { Task { await tor.shutdown() } }
         #expect(await tor.awaitReady(timeout: .seconds(90)))
-        let activation = NetworkActivationService(store: try BridgeStore(directory: state.appendingPathComponent("config").path),
+        let activation = NetworkActivationService(store: try BridgeStore(directory: state.appendingPathComponent("config").path, rules: Transports.argumentRules),
                                                   readiness: tor, socks: socks)
 
         let relayURL = "ws://\(onionHost)"

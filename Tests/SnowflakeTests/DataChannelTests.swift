@@ -75,7 +75,7 @@ extension SnowflakeTestBed {
     /// the 4 MiB blob with its sha256.
     @Test(.timeLimit(.minutes(3))) func torBootstrapsAndFetchesTheBlobThroughARealProxy() async throws {
         let bed = try SnowflakeTestBed.require()
-        let options = try SnowflakeOptions(arguments: try BridgeLine(validating: bed["TB_BRIDGE_SNOWFLAKE"]).arguments)
+        let options = try SnowflakeOptions(arguments: try BridgeLine(validating: bed["TB_BRIDGE_SNOWFLAKE"], rules: BridgeArgumentRulebook([SnowflakeArgumentRules()])).arguments)
         let dialer = SnowflakeDialer(options: options, connector: PlainTCPConnector(), localAddresses: ["127.0.0.1"],
                                      keepLocalAddresses: true)
         let listener = try SOCKSSessionListener { try await dialer.dial() }

@@ -4,9 +4,10 @@ import Testing
 @testable import SnowflakeTransport
 
 @Suite struct OptionsTests {
-    /// Through BridgeConfig's bridge-line parser (which also applies its own snowflake rules).
+    /// Through BridgeConfig's bridge-line parser, with snowflake's rules (which SnowflakeOptions
+    /// applies again).
     func options(_ line: String) throws -> SnowflakeOptions {
-        try SnowflakeOptions(arguments: try BridgeLine(validating: line).arguments)
+        try SnowflakeOptions(arguments: try BridgeLine(validating: line, rules: BridgeArgumentRulebook([SnowflakeArgumentRules()])).arguments)
     }
 
     /// Straight from k=v words, as SOCKS arguments arrive from tor: SnowflakeOptions' own checks.

@@ -25,7 +25,7 @@ guard input.count == 2 else { fail("standard input needs the bridge line, then t
 // 1. Settings in memory: the pasted bridge, and its transport as the route.
 let settings = InMemorySettings()
 do {
-    let bridge = try BridgeLine.parse(input[0].replacingOccurrences(of: "Bridge ", with: "")).line
+    let bridge = try BridgeLine.parse(input[0], rules: Transports.argumentRules).line
     try settings.update { configuration in
         _ = try configuration.add(bridge)
         configuration.transport = TransportSelection(bridge.transport)

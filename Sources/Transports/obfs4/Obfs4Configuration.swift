@@ -1,3 +1,4 @@
+import BridgeConfig
 import Foundation
 import TransportBase
 
@@ -9,13 +10,13 @@ public struct Obfs4IATMode: Hashable, Sendable, CustomStringConvertible {
     public static let paranoid = Obfs4IATMode(rawValue: 2)
     private init(rawValue: Int) { self.rawValue = rawValue }
 
-    public init(parsing text: String) throws(TransportError) {
+    /// `0`, `1` or `2` exactly, as a bridge line writes it; nil for anything else.
+    init?(exactly text: String) {
         switch text {
         case "0": self = .none
         case "1": self = .enabled
         case "2": self = .paranoid
-        default:
-            throw TransportError(code: .invalidArguments, kind: .invalidInput, message: "iat-mode: must be 0, 1 or 2")
+        default: return nil
         }
     }
 
@@ -32,27 +33,18 @@ public struct Obfs4BridgeConfiguration: Sendable, Hashable {
         self.iatMode = iatMode
     }
 
-    /// Parses `cert=…;iat-mode=N` (or the legacy `node-id=…;public-key=…;iat-mode=N`).
+    /// Parses `cert=…;iat-mode=N` (or the legacy `node-id=…;public-key=…;iat-mode=N`) by
+    /// `Obfs4ArgumentRules`, the same rules bridge lines are checked with. A repeated key keeps its
+    /// first value, as lyrebird reads tor's arguments.
     ///
     /// Error messages name the argument and the reason, never the value.
     public init(arguments: TransportArguments) throws(TransportError) {
-        func invalid(_ message: String) -> TransportError {
-            TransportError(code: .invalidArguments, kind: .invalidInput, message: message)
-        }
-        guard let iatText = arguments["iat-mode"] else { throw invalid("iat-mode: missing (it is required)") }
-        iatMode = try Obfs4IATMode(parsing: iatText)
-        if let cert = arguments["cert"] {
-            identity = try Self.parseCert(cert)
-        } else if let nodeIDText = arguments["node-id"], let publicKeyText = arguments["public-key"] {
-            guard let nodeID = Self.decodeHex(nodeIDText), nodeID.count == 20 else {
-                throw invalid("node-id: must be 40 hexadecimal characters")
-            }
-            guard let publicKey = Self.decodeHex(publicKeyText), publicKey.count == 32 else {
-                throw invalid("public-key: must be 64 hexadecimal characters")
-            }
-            identity = try Obfs4ServerIdentity(nodeID: nodeID, publicKey: publicKey)
-        } else {
-            throw invalid("cert: missing (or give both node-id and public-key)")
+        var review = BridgeArgumentReview(transport: Obfs4ArgumentRules().transport,
+                                          arguments: BridgeArguments(keepingFirstOf: arguments.pairs.map { (key: $0.key, value: $0.value) }))
+        do {
+            self = try Obfs4ArgumentRules.configuration(&review)
+        } catch {
+            throw TransportError(code: .invalidArguments, kind: .invalidInput, message: error.description)
         }
     }
 
@@ -64,24 +56,6 @@ public struct Obfs4BridgeConfiguration: Sendable, Hashable {
     /// The arguments tor would pass for this bridge.
     public var arguments: TransportArguments {
         TransportArguments(["cert": certArgument, "iat-mode": iatMode.description])
-    }
-
-    static func parseCert(_ text: String) throws(TransportError) -> Obfs4ServerIdentity {
-        func invalid(_ reason: String) -> TransportError {
-            TransportError(code: .invalidArguments, kind: .invalidInput, message: "cert: \(reason)")
-        }
-        var body = Substring(text)
-        while body.hasSuffix("=") { body = body.dropLast() }
-        let alphabetOK = body.utf8.allSatisfy { byte in
-            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2B || byte == 0x2F
-        }
-        guard alphabetOK else { throw invalid("contains characters outside the base64 alphabet") }
-        guard body.utf8.count == 70 else { throw invalid("must be 70 base64 characters, found \(body.utf8.count)") }
-        guard let decoded = Data(base64Encoded: String(body) + "=="), decoded.count == 52 else {
-            throw invalid("does not decode to 52 bytes")
-        }
-        let bytes = [UInt8](decoded)
-        return try Obfs4ServerIdentity(nodeID: Array(bytes[0..<20]), publicKey: Array(bytes[20..<52]))
     }
 
     static func decodeHex(_ text: String) -> [UInt8]? {

@@ -23,78 +23,56 @@ public struct SnowflakeOptions: Hashable, Sendable {
     public let stunServers: [STUNServer]
     /// Proxies kept per SOCKS connection (`max=`, at least 1).
     public let maxProxies: Int
-    /// 40 (or 64) hex characters: the bridge the broker must pick.
+    /// 40 hex characters, upper case: the bridge the broker must pick.
     public let fingerprint: String
     /// `utls-imitate=`, lower-cased; recorded, not applied (no uTLS here yet).
     public let utlsImitate: String?
     public let utlsNoSNI: Bool
 
-    public static let knownUTLSNames: Set<String> = [
-        "hellorandomizedalpn", "hellorandomizednoalpn", "hellofirefox_auto", "hellofirefox_55", "hellofirefox_56",
-        "hellofirefox_63", "hellofirefox_65", "hellochrome_auto", "hellochrome_58", "hellochrome_62", "hellochrome_70",
-        "hellochrome_72", "helloios_auto", "helloios_11_1", "helloios_12_1",
-    ]
-
+    /// Refuses what this client does not do (SQS rendezvous), checks `arguments` by
+    /// `SnowflakeArgumentRules` (the same rules bridge lines are checked with) and builds the
+    /// typed options. Messages name the argument and the reason, never the value.
     public init(arguments: BridgeArguments) throws(SnowflakeError) {
-        func invalid(_ message: String) -> SnowflakeError {
-            SnowflakeError(code: .brokerURL, kind: .invalidInput, message: message)
-        }
         if arguments["sqsqueue"] != nil || arguments["sqscreds"] != nil {
             throw SnowflakeError(code: .unsupported, kind: .invalidInput, message: "SQS rendezvous (sqsqueue=) is not supported")
         }
-        guard let urlText = arguments["url"], let url = URL(string: urlText) else {
-            throw invalid("a snowflake bridge needs url= (the broker URL)")
+        var review = BridgeArgumentReview(transport: SnowflakeArgumentRules().transport, arguments: arguments)
+        do {
+            try SnowflakeArgumentRules().review(&review)
+        } catch {
+            let message = error.key.map { "the \($0)= argument: \(error.reason)" } ?? error.reason
+            throw SnowflakeError(code: .brokerURL, kind: .invalidInput, message: message)
         }
+        // From here on the values are well formed; what is left is turning them into types.
+        func unreadable(_ key: String) -> SnowflakeError {
+            SnowflakeError(code: .brokerURL, kind: .invalidInput, message: "the \(key)= argument: not a URL this client can use")
+        }
+        guard let urlText = arguments["url"], let url = URL(string: urlText) else { throw unreadable("url") }
         // fronts= (even empty) wins over front=; both are comma-separated.
         let frontList = (arguments["fronts"] ?? arguments["front"] ?? "").split(separator: ",").map(String.init)
         let endpoint = try BrokerEndpoint(url: url, fronts: frontList)
-        if let cacheText = arguments["ampcache"], !cacheText.isEmpty {
-            guard let cache = URL(string: cacheText), cache.scheme != nil, cache.host != nil, cache.query == nil,
-                  cache.fragment == nil else {
-                throw invalid("ampcache= must be a URL without query or fragment")
-            }
+        if let cacheText = arguments["ampcache"] {
+            guard let cache = URL(string: cacheText), cache.host != nil else { throw unreadable("ampcache") }
             rendezvous = .ampCache(endpoint, cache: cache)
         } else {
             rendezvous = .http(endpoint)
         }
         var servers: [STUNServer] = []
         for entry in (arguments["ice"] ?? "").split(separator: ",") {
-            let text = entry.trimmingCharacters(in: .whitespaces)
             // Only STUN is used; anything else (turn:, stuns:) is skipped, as upstream does.
-            guard text.lowercased().hasPrefix("stun:") else { continue }
-            let hostPort = text.dropFirst(5)
-            if let colon = hostPort.lastIndex(of: ":"), !hostPort.hasSuffix("]") {
-                guard let port = UInt16(hostPort[hostPort.index(after: colon)...]), port > 0 else {
-                    throw invalid("an ice= STUN server has an invalid port")
-                }
+            guard entry.lowercased().hasPrefix("stun:") else { continue }
+            let hostPort = entry.dropFirst(5)
+            if let colon = hostPort.lastIndex(of: ":"), !hostPort.hasSuffix("]"),
+               let port = UInt16(hostPort[hostPort.index(after: colon)...]) {
                 servers.append(STUNServer(host: String(hostPort[..<colon]), port: port))
             } else {
                 servers.append(STUNServer(host: String(hostPort), port: 3478))
             }
         }
         stunServers = servers
-        if let maxText = arguments["max"] {
-            guard let value = Int(maxText) else { throw invalid("max= must be an integer") }
-            maxProxies = max(1, value)
-        } else {
-            maxProxies = 1
-        }
-        let fingerprint = arguments["fingerprint"] ?? ""
-        if fingerprint.isEmpty {
-            self.fingerprint = ClientPollRequest.defaultFingerprint
-        } else {
-            guard fingerprint.utf8.count == 40 || fingerprint.utf8.count == 64,
-                  fingerprint.allSatisfy(\.isHexDigit) else {
-                throw invalid("fingerprint= must be 40 (or 64) hexadecimal characters")
-            }
-            self.fingerprint = fingerprint.uppercased()
-        }
-        if let name = arguments["utls-imitate"] {
-            guard Self.knownUTLSNames.contains(name.lowercased()) else { throw invalid("utls-imitate= names an unknown ClientHello") }
-            utlsImitate = name.lowercased()
-        } else {
-            utlsImitate = nil
-        }
+        maxProxies = max(1, arguments["max"].flatMap { Int($0) } ?? 1)
+        fingerprint = arguments["fingerprint"].flatMap { Fingerprint($0) }?.hex ?? ClientPollRequest.defaultFingerprint
+        utlsImitate = arguments["utls-imitate"]?.lowercased()
         utlsNoSNI = ["true", "yes"].contains((arguments["utls-nosni"] ?? "").lowercased())
     }
 

@@ -379,7 +379,7 @@ struct ABSession {
         let configuration: BridgeConfiguration
         do { configuration = try invocation.bridgeStore().load() } catch { throw CommandFailure(error.message) }
         let available = try Transports.registry(plugins: configuration.plugins).names
-        let builtins = try? BuiltinBridges.bundled()
+        let builtins = try? BuiltinBridges.bundled(rules: Transports.argumentRules)
         var routes: [TrialRoute] = []
         for name in names {
             var lower = name.lowercased()

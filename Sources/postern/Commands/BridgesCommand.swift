@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternRuntime
 
 extension Command {
     static let bridges = Command(
@@ -258,7 +259,7 @@ extension Command {
                     throw invocation.usageError("--transport: \(error.message)")
                 }
             }
-            let builtins = try BuiltinBridges.bundled()
+            let builtins = try BuiltinBridges.bundled(rules: Transports.argumentRules)
             let policy = invocation.loggingPolicy
             struct Entry: Encodable { let group: String; let transport: String; let line: String }
             var entries: [Entry] = []

@@ -155,7 +155,7 @@ struct BridgesTestCommand {
             guard arguments.positionals.isEmpty, !arguments.flag("all") else {
                 throw invocation.usageError("--builtin tests the built-in bridges: give no IDs and no --all with it")
             }
-            return BridgeHealthCheck.candidates(builtins: try BuiltinBridges.bundled())
+            return BridgeHealthCheck.candidates(builtins: try BuiltinBridges.bundled(rules: Transports.argumentRules))
         }
         let configuration: BridgeConfiguration
         do { configuration = try invocation.bridgeStore().load() } catch { throw CommandFailure(error.message) }

@@ -79,7 +79,7 @@ struct NostrSession: Sendable {
     private func relays() throws -> [String] {
         let given = invocation.arguments.all("relay")
         if given.isEmpty {
-            let store = try BridgeStore(directory: invocation.paths.configDirectory.path)
+            let store = try BridgeStore(directory: invocation.paths.configDirectory.path, rules: Transports.argumentRules)
             let configuration = (try? store.load()) ?? BridgeConfiguration()
             return NostrRelayManager.relays(for: configuration)
         }

@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternRuntime
 
 /// `bridges add` and `bridges import`: read a paste leniently, store the good lines, and report
 /// every line (stored, already stored, rejected with line, word and reason), warnings and notes.
@@ -120,7 +121,7 @@ struct PasteImport {
 
     func run(text: String) throws -> Int32 {
         let policy = invocation.loggingPolicy
-        let paste = BridgePaste.parse(text, logging: policy)
+        let paste = BridgePaste.parse(text, rules: Transports.argumentRules, logging: policy)
         let store = try invocation.bridgeStore()
         let acceptPlugins = invocation.arguments.flag("accept-plugins") && !dryRun
         var pluginOutcomes: [BridgeConfigError?] = []

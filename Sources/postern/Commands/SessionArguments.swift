@@ -10,7 +10,7 @@ extension Invocation {
     /// connection assist's limits (`--route-timeout`, capped by `--stall-timeout`).
     func sessionSettings() throws -> SessionSettings {
         let store: BridgeStore
-        do { store = try BridgeStore(directory: arguments.value("config-dir")) } catch { throw CommandFailure(error.message) }
+        do { store = try BridgeStore(directory: arguments.value("config-dir"), rules: Transports.argumentRules) } catch { throw CommandFailure(error.message) }
         var settings: SessionSettings
         do {
             settings = try SessionSettings.directory(store: store, configDirectory: paths.configDirectory, stateDirectory: paths.stateDirectory)
@@ -49,7 +49,7 @@ extension Invocation {
         }
         for (index, text) in given.enumerated() {
             do {
-                settings.overrideBridges.append(try BridgeLine.parse(text, logging: logging).line)
+                settings.overrideBridges.append(try BridgeLine.parse(text, rules: Transports.argumentRules, logging: logging).line)
             } catch {
                 throw usageError("--bridge #\(index + 1): \(error.message)")
             }
@@ -59,7 +59,7 @@ extension Invocation {
             guard !lines.isEmpty else { throw usageError("--bridges-file \(file): no bridge lines in it") }
             for (number, text) in lines {
                 do {
-                    settings.overrideBridges.append(try BridgeLine.parse(text, logging: logging).line)
+                    settings.overrideBridges.append(try BridgeLine.parse(text, rules: Transports.argumentRules, logging: logging).line)
                 } catch {
                     throw usageError("--bridges-file \(file) line \(number): \(error.message)")
                 }
@@ -104,7 +104,7 @@ extension Invocation {
             throw usageError("cannot read --builtin-bridges '\(file)'")
         }
         if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") {
-            do { return try BuiltinBridges(jsonData: data) } catch {
+            do { return try BuiltinBridges(jsonData: data, rules: Transports.argumentRules) } catch {
                 throw usageError("--builtin-bridges '\(file)': \(error.message)")
             }
         }
@@ -114,7 +114,7 @@ extension Invocation {
             if text.isEmpty || text.hasPrefix("#") { continue }
             if text.hasPrefix("Bridge ") { text = String(text.dropFirst("Bridge ".count)) }
             do {
-                lines.append(try BridgeLine.parse(text, logging: .safe).line)
+                lines.append(try BridgeLine.parse(text, rules: Transports.argumentRules, logging: .safe).line)
             } catch {
                 throw usageError("--builtin-bridges '\(file)' line \(index + 1): \(error.message)")
             }

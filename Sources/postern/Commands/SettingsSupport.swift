@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternRuntime
 
 /// What the settings commands share: the store in the configuration directory, the logging policy
 /// from `--unsafe-logging`, and argument checks.
@@ -8,7 +9,7 @@ extension Invocation {
 
     /// The store in the same directory `PosternPaths` resolves, so every command agrees on it.
     func bridgeStore() throws(BridgeConfigError) -> BridgeStore {
-        try BridgeStore(directory: paths.configDirectory.path)
+        try BridgeStore(directory: paths.configDirectory.path, rules: Transports.argumentRules)
     }
 
     func requireNoPositionals() throws(UsageError) {

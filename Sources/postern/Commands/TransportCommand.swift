@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
 import PosternCore
+import PosternRuntime
 
 extension Command {
     static let transport = Command(
@@ -80,7 +81,7 @@ extension Command {
             let enabled = configuration.enabledBridges(of: transport).count
             if enabled > 0 {
                 lines.append("uses your \(plural(enabled, "enabled \(transport.description(policy: policy)) bridge"))")
-            } else if let builtins = try? BuiltinBridges.bundled(), !builtins.lines(for: transport).isEmpty {
+            } else if let builtins = try? BuiltinBridges.bundled(rules: Transports.argumentRules), !builtins.lines(for: transport).isEmpty {
                 lines.append("you have no enabled \(transport.description(policy: policy)) bridges; Postern uses the \(builtins.lines(for: transport).count) built-in ones")
             } else {
                 lines.append("you have no enabled \(transport.description(policy: policy)) bridges and there are no built-in ones: add some with 'postern bridges add'")
