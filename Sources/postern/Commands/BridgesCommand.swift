@@ -49,14 +49,14 @@ extension Command {
                     throw invocation.usageError("give bridge lines either as arguments or with --file, not both")
                 }
                 let input = try InputReader.read(file, output: invocation.output)
-                return try PasteImport(invocation: invocation, sourceName: input.name).run(text: input.text)
+                return try invocation.importPaste(input.text, source: input.name)
             }
             guard !positionals.isEmpty else {
                 throw invocation.usageError("no bridge lines given (give LINE arguments, --file FILE, or - for standard input)")
             }
             if positionals == ["-"] {
                 let input = try InputReader.read("-", output: invocation.output)
-                return try PasteImport(invocation: invocation, sourceName: input.name).run(text: input.text)
+                return try invocation.importPaste(input.text, source: input.name)
             }
             if positionals.contains("-") {
                 throw invocation.usageError("'-' (standard input) cannot be combined with bridge lines as arguments")
@@ -70,8 +70,7 @@ extension Command {
             }
             InputReader.warnSecretOnCommandLine("a bridge line", instead: "'postern bridges add -' (standard input) or --file FILE",
                                                 output: invocation.output)
-            return try PasteImport(invocation: invocation, sourceName: "the arguments")
-                .run(text: positionals.joined(separator: "\n"))
+            return try invocation.importPaste(positionals.joined(separator: "\n"), source: "the arguments")
         })
 
     static let bridgesImport = Command(
@@ -87,7 +86,7 @@ extension Command {
                                                                 : "import takes one FILE (or -), got \(positionals.count)")
             }
             let input = try InputReader.read(positionals[0], output: invocation.output)
-            return try PasteImport(invocation: invocation, sourceName: input.name).run(text: input.text)
+            return try invocation.importPaste(input.text, source: input.name)
         })
 
     static let bridgesList = Command(
@@ -287,4 +286,19 @@ extension Command {
             }
             return 0
         })
+}
+
+extension Invocation {
+    /// `bridges add` and `bridges import`: the library's ``BridgeImport`` on the paste, rendered.
+    func importPaste(_ text: String, source: String) throws -> Int32 {
+        let options = BridgeImport.Options(dryRun: arguments.flag("dry-run"), allOrNothing: arguments.flag("all-or-nothing"),
+                                           acceptPlugins: arguments.flag("accept-plugins"), policy: loggingPolicy)
+        let report = try BridgeImport.run(text, source: source, into: try bridgeStore(), options: options)
+        if json {
+            try output.json(report)
+        } else {
+            output.print((report.items.map(\.text) + [report.summary]).joined(separator: "\n"))
+        }
+        return report.failed ? 1 : 0
+    }
 }
