@@ -1,4 +1,5 @@
 import BridgeConfig
+import BridgeQR
 import Foundation
 
 extension Command {
@@ -215,11 +216,8 @@ extension Command {
             case "json":
                 try invocation.output.json(bridges.map(\.line.description))
             case "qr":
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.withoutEscapingSlashes]
-                let content = String(decoding: try encoder.encode(bridges.map(\.line.description)), as: UTF8.self)
                 do throws(QRCodeError) {
-                    invocation.output.print(try QRCode(encoding: content).terminalText())
+                    invocation.output.print(try QRCode(bridgeLines: bridges.map(\.line)).terminalText())
                 } catch where error.code == .tooLarge {
                     throw CommandFailure("\(plural(bridges.count, "bridge")) do not fit in one QR code (\(error.message)); export fewer by giving their IDs")
                 } catch {
