@@ -111,7 +111,7 @@ let package = Package(
         .testTarget(name: "BridgeQRTests", dependencies: ["BridgeQR", "BridgeConfig"], path: "Tests/BridgeQRTests"),
         .testTarget(name: "TrialAnalysisTests", dependencies: ["TrialAnalysis"], path: "Tests/TrialAnalysisTests"),
         // Results, report (rendered by rsvg-convert), OONI schema, merge; no network.
-        .testTarget(name: "PosternTrialsTests", dependencies: ["PosternTrials", "PosternTestSupport"], path: "Tests/PosternTrialsTests",
+        .testTarget(name: "PosternTrialsTests", dependencies: ["PosternTrials", "BridgeConfig", "PosternTestSupport"], path: "Tests/PosternTrialsTests",
                     exclude: ["Schemas"]),
         .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "TransportBase",
                                                              "Obfs4Transport", "PosternTestSupport",

@@ -47,7 +47,7 @@ struct BridgesTestCommand {
     func run() async throws -> Int32 {
         let arguments = invocation.arguments
         let policy = invocation.loggingPolicy
-        let parallel = try number("parallel", default: 10, range: 1...128)
+        let parallel = try invocation.wholeNumber("parallel", default: 10, range: 1...128)
         let timeout = Duration.milliseconds(Int64(try number("timeout", default: 10, range: 0.1...600) * 1000))
         let bootstrapTimeout = Duration.milliseconds(Int64(try number("bootstrap-timeout", default: 120, range: 1...3600) * 1000))
         var transportFilter: TransportName?
@@ -91,8 +91,10 @@ struct BridgesTestCommand {
         let check = BridgeHealthCheck(registry: registry, timeout: timeout, parallel: parallel, policy: policy)
         let total = candidates.count
         let bootstrapStep: (@Sendable (Candidate) async -> BridgeHealth.Step)? = bootstrap ? { @Sendable candidate in
-            await Self.bootstrap(candidate, directory: workDirectory.appendingPathComponent(candidate.id), plugins: plugins,
-                                 timeout: bootstrapTimeout, torOptionsFile: torOptionsFile, unsafeLogging: unsafe)
+            let outcome = await BootstrapCheck.run(through: candidate.line, directory: workDirectory.appendingPathComponent(candidate.id),
+                                                   plugins: plugins, timeout: bootstrapTimeout, torOptionsFile: torOptionsFile,
+                                                   unsafeLogging: unsafe)
+            return BridgeHealth.Step(result: outcome.succeeded ? .ok : .failed, milliseconds: outcome.milliseconds, detail: outcome.detail)
         } : nil
         let results = await check.run(candidates, bootstrap: bootstrapStep,
                                       progress: { count in output.progress("testing bridges: \(count)/\(total) done") })
@@ -141,14 +143,6 @@ struct BridgesTestCommand {
         return number
     }
 
-    private func number(_ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
-        guard let text = invocation.arguments.value(name) else { return value }
-        guard let number = Int(text), range.contains(number) else {
-            throw invocation.usageError("--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
-        }
-        return number
-    }
-
     private func selectCandidates() throws -> [Candidate] {
         let arguments = invocation.arguments
         if arguments.flag("builtin") {
@@ -168,43 +162,5 @@ struct BridgesTestCommand {
             return BridgeHealthCheck.candidates(configuration, ids: ids)
         }
         return BridgeHealthCheck.candidates(configuration, includeDisabled: arguments.flag("all"))
-    }
-
-    /// A real bootstrap through this bridge alone, in a child `postern run`.
-    static func bootstrap(_ candidate: Candidate, directory: URL, plugins: [TransportPlugin], timeout: Duration, torOptionsFile: String?,
-                          unsafeLogging: Bool) async -> BridgeHealth.Step {
-        let started = ContinuousClock.now
-        let child: ChildRun
-        do {
-            child = try ChildRun(.init(directory: directory, transport: candidate.line.transport.rawValue, bridges: [candidate.line],
-                                       plugins: plugins.filter { $0.names.contains(candidate.line.transport) },
-                                       torOptionsFile: torOptionsFile,
-                                       unsafeLogging: unsafeLogging, warmFrom: nil))
-        } catch {
-            return .init(result: .failed, detail: "could not start the child: \(error)")
-        }
-        let outcome = await child.waitForReady(timeout: timeout)
-        let events = child.events
-        await child.stop()
-        child.cleanUp()
-        switch outcome {
-        case .ready:
-            return .init(result: .ok, milliseconds: (events.first { $0.event == "ready" }?.t ?? 0) * 1000, detail: "100%")
-        case .failed(let reason, _):
-            return .init(result: .failed, milliseconds: BridgeHealthCheck.milliseconds(since: started),
-                         detail: TrialRunner.failure(events: events, reason: reason).describedPlace)
-        case .timedOut:
-            return .init(result: .failed, milliseconds: BridgeHealthCheck.milliseconds(since: started),
-                         detail: TrialRunner.failure(events: events, reason: "no 100% within \(timeout.seconds.formatted()) s").describedPlace)
-        }
-    }
-
-}
-
-extension ABResult.Failure {
-    /// "stalled at 5% (conn): reason".
-    var describedPlace: String {
-        guard let progress else { return reason }
-        return "stalled at \(progress)% (\(tag ?? "")): \(reason)"
     }
 }
