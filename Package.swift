@@ -40,7 +40,7 @@ let package = Package(
                        providers: [.apt(["libsecp256k1-dev"])]),
 
         // One helper per low-level concern, below every other module: system calls retried on EINTR
-        // with errno as a typed error, and the one shape of the public error structs.
+        // with errno as a typed error, the one shape of the public error structs, signals via Dispatch.
         .target(name: "PosternSystem", path: "Sources/PosternSystem"),
         // The one place for digests (SHA-1 for WebSocket only, SHA-256, SHA-512), HMAC, HKDF and
         // randomness; libsodium initialised once per process.

@@ -53,6 +53,13 @@ public actor NostrRelayManager {
         configuration.allRelays.map(\.rawValue)
     }
 
+    /// The relays of the settings directory `configDirectory` (the built-ins alone when its store
+    /// cannot be read).
+    public static func relays(configDirectory: URL) throws(BridgeConfigError) -> [String] {
+        let store = try BridgeStore(directory: configDirectory.path)
+        return relays(for: (try? store.load()) ?? BridgeConfiguration())
+    }
+
     private final class Relay {
         let url: String
         var state: NostrRelayState = .idle
