@@ -60,22 +60,28 @@ struct BridgesTestCommand {
         if let file = arguments.value("tor-options-file"), !FileManager.default.isReadableFile(atPath: file) {
             throw invocation.usageError("cannot read --tor-options-file '\(file)'")
         }
-        var candidates = try selectCandidates()
-        if let transportFilter { candidates = candidates.filter { $0.line.transport == transportFilter } }
-        let storedPlugins: [TransportPlugin]
-        do { storedPlugins = try invocation.bridgeStore().load().plugins } catch { throw CommandFailure(error.message) }
-        let plugins = arguments.flag("via-plugins") ? storedPlugins.map { $0.replacingBuiltins() } : storedPlugins
+        let selection = try requestedSelection()
+        let configuration: BridgeConfiguration
+        do { configuration = try invocation.bridgeStore().load() } catch { throw CommandFailure(error.message) }
+        var candidates: [Candidate]
+        do throws(BridgeConfigError) {
+            candidates = try BridgeHealthCheck.candidates(selection, in: configuration, transport: transportFilter)
+        } catch where error.code == .unknownBridgeID {
+            throw CommandFailure("\(error.message) (see 'postern bridges list')")
+        } catch {
+            throw CommandFailure(error.message)
+        }
+        let plugins = arguments.flag("via-plugins") ? configuration.plugins.map { $0.replacingBuiltins() } : configuration.plugins
         let registry = try Transports.registry(handshakeTimeout: timeout, plugins: plugins,
                                                stateLocation: invocation.paths.stateDirectory)
-        if arguments.flag("builtin") {
+        if selection == .builtin {
             // Built-in bridges of a transport this build has no client for (meek_lite): one note
             // per transport at the start, not a skipped row per bridge.
-            let probe = BridgeHealthCheck(registry: registry, timeout: timeout)
-            let lacking = Dictionary(grouping: candidates.filter { !probe.canTest($0.line) }, by: { $0.line.transport.rawValue })
-            for (transport, skipped) in lacking.sorted(by: { $0.key < $1.key }) {
-                invocation.output.error("note: \(plural(skipped.count, "built-in \(transport) bridge")) not tested: this build has no \(transport) client")
+            let split = BridgeHealthCheck(registry: registry, timeout: timeout).splitUntestable(candidates)
+            for (transport, count) in split.untestable {
+                invocation.output.error("note: \(plural(count, "built-in \(transport) bridge")) not tested: this build has no \(transport) client")
             }
-            candidates.removeAll { lacking[$0.line.transport.rawValue] != nil }
+            candidates = split.testable
         }
         guard !candidates.isEmpty else {
             throw CommandFailure("no bridges to test (add some with 'postern bridges add', or test the built-in ones with --builtin)")
@@ -143,24 +149,16 @@ struct BridgesTestCommand {
         return number
     }
 
-    private func selectCandidates() throws -> [Candidate] {
+    private func requestedSelection() throws -> BridgeHealthCheck.Selection {
         let arguments = invocation.arguments
         if arguments.flag("builtin") {
             guard arguments.positionals.isEmpty, !arguments.flag("all") else {
                 throw invocation.usageError("--builtin tests the built-in bridges: give no IDs and no --all with it")
             }
-            return BridgeHealthCheck.candidates(builtins: try BuiltinBridges.bundled())
+            return .builtin
         }
-        let configuration: BridgeConfiguration
-        do { configuration = try invocation.bridgeStore().load() } catch { throw CommandFailure(error.message) }
-        if !arguments.positionals.isEmpty {
-            guard !arguments.flag("all") else { throw invocation.usageError("give bridge IDs or --all, not both") }
-            let ids = try invocation.bridgeIDs()
-            if let missing = ids.first(where: { configuration.bridge($0) == nil }) {
-                throw CommandFailure("there is no bridge with the ID \(missing) (see 'postern bridges list')")
-            }
-            return BridgeHealthCheck.candidates(configuration, ids: ids)
-        }
-        return BridgeHealthCheck.candidates(configuration, includeDisabled: arguments.flag("all"))
+        guard !arguments.positionals.isEmpty else { return .stored(includeDisabled: arguments.flag("all")) }
+        guard !arguments.flag("all") else { throw invocation.usageError("give bridge IDs or --all, not both") }
+        return .ids(try invocation.bridgeIDs())
     }
 }
