@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .library(name: "PosternCore", targets: ["PosternCore"]),
         .library(name: "BridgeConfig", targets: ["BridgeConfig"]),
+        .library(name: "BridgeQR", targets: ["BridgeQR"]),
         .library(name: "PosternRuntime", targets: ["PosternRuntime"]),
         .library(name: "PosternAppLayer", targets: ["PosternAppLayer"]),
         .library(name: "PosternTrials", targets: ["PosternTrials"]),
@@ -28,7 +29,7 @@ let package = Package(
         // fork/exec of external transports with PR_SET_PDEATHSIG and their own process group.
         .systemLibrary(name: "CSpawn", path: "Sources/CSpawn"),
 
-        // libqrencode (Debian libqrencode-dev) for `postern bridges export --format qr`.
+        // libqrencode (Debian libqrencode-dev) for BridgeQR (`postern bridges export --format qr`).
         .systemLibrary(name: "CQREncode", path: "Sources/CQREncode", pkgConfig: "libqrencode",
                        providers: [.apt(["libqrencode-dev"])]),
         // libcurl (Debian libcurl4-openssl-dev): HTTP(S) and the WebSocket byte stream through SOCKS5.
@@ -39,13 +40,15 @@ let package = Package(
                        providers: [.apt(["libsecp256k1-dev"])]),
 
         // One helper per low-level concern, below every other module: system calls retried on EINTR
-        // with errno as a typed error, and the one shape of the public error structs.
+        // with errno as a typed error, the one shape of the public error structs, signals via Dispatch.
         .target(name: "PosternSystem", path: "Sources/PosternSystem"),
         // The one place for digests (SHA-1 for WebSocket only, SHA-256, SHA-512), HMAC, HKDF and
         // randomness; libsodium initialised once per process.
         .target(name: "PosternCrypto", dependencies: ["CSodium"], path: "Sources/PosternCrypto"),
         .target(name: "BridgeConfig", dependencies: ["PosternSystem"], path: "Sources/BridgeConfig",
                 resources: [.copy("Resources/builtin-bridges.json")]),
+        // Bridge lines as a QR code (the JSON array bridges.torproject.org shares), for an app or the CLI.
+        .target(name: "BridgeQR", dependencies: ["PosternSystem", "BridgeConfig", "CQREncode"], path: "Sources/BridgeQR"),
         .target(name: "TransportBase", dependencies: ["PosternSystem", "BridgeConfig", "CEpoll", "CSpawn"], path: "Sources/Transports/Base"),
         .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "CSodium"],
                 path: "Sources/Transports/obfs4"),
@@ -82,7 +85,7 @@ let package = Package(
         // typed results, the HTML report, OONI measurements and merges (`postern ab` renders them).
         .target(name: "PosternTrials", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "TrialAnalysis"], path: "Sources/PosternTrials"),
         .executableTarget(name: "postern",
-                          dependencies: ["PosternSystem", "PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "CQREncode",
+                          dependencies: ["PosternSystem", "PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "BridgeQR",
                                          "TrialAnalysis", "PosternRuntime", "PosternAppLayer", "PosternTrials"],
                           path: "Sources/postern"),
 
@@ -105,9 +108,10 @@ let package = Package(
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
+        .testTarget(name: "BridgeQRTests", dependencies: ["BridgeQR", "BridgeConfig"], path: "Tests/BridgeQRTests"),
         .testTarget(name: "TrialAnalysisTests", dependencies: ["TrialAnalysis"], path: "Tests/TrialAnalysisTests"),
         // Results, report (rendered by rsvg-convert), OONI schema, merge; no network.
-        .testTarget(name: "PosternTrialsTests", dependencies: ["PosternTrials", "PosternTestSupport"], path: "Tests/PosternTrialsTests",
+        .testTarget(name: "PosternTrialsTests", dependencies: ["PosternTrials", "BridgeConfig", "PosternTestSupport"], path: "Tests/PosternTrialsTests",
                     exclude: ["Schemas"]),
         .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "TransportBase",
                                                              "Obfs4Transport", "PosternTestSupport",

@@ -35,6 +35,15 @@ public struct AppTor: Sendable {
         return AppTor(source: .own(session), activation: NetworkActivationService(session: session))
     }
 
+    /// The same, an own session getting Postern's transports and the settings' external plugins
+    /// (``Transports/registry(plugins:stateLocation:)``, plugin state in the data directory).
+    public static func attachOrPrepare(statusFile: URL?, settings: SessionSettings, options: SessionOptions) throws -> AppTor {
+        let plugins = (try? settings.load().plugins) ?? []
+        return try attachOrPrepare(statusFile: statusFile, settings: settings, options: options) {
+            try Transports.registry(plugins: plugins, stateLocation: options.dataDirectory)
+        }
+    }
+
     /// Starts the app's own session (nothing for the other sources).
     public func start() async throws(SessionError) {
         if case .own(let session) = source { try await session.start() }

@@ -72,6 +72,23 @@ public actor GeoRelayDirectory {
         }
     }
 
+    /// bitchat's geo relay list, the directory's usual source.
+    public static let defaultSource = "https://raw.githubusercontent.com/permissionlesstech/georelays/refs/heads/main/nostr_relays.csv"
+
+    /// Where the directory is cached in a state directory (as `postern geo` keeps it).
+    public static func defaultCacheFile(inStateDirectory stateDirectory: URL) -> URL {
+        stateDirectory.appendingPathComponent("geo-relays.csv")
+    }
+
+    /// The relays of a cache file, without fetching: all of them, or the `count` closest to
+    /// `location`. Nil when there is no cache file; a cache that does not validate is an error.
+    public static func cachedRelays(in cacheFile: URL, near location: GeoCoordinate? = nil,
+                                    count: Int = 5) throws(AppLayerError) -> [GeoRelay]? {
+        guard let data = try? Data(contentsOf: cacheFile) else { return nil }
+        let relays = try GeoRelayCSV.parse(data)
+        return location.map { closest(relays, to: $0, count: count) } ?? relays
+    }
+
     /// The `count` relays closest to `location` by great-circle (haversine) distance; ties by host.
     public func closestRelays(to location: GeoCoordinate, count: Int = 5) -> [GeoRelay] {
         Self.closest(relays, to: location, count: count)

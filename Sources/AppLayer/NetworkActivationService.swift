@@ -84,6 +84,17 @@ public actor NetworkActivationService {
         return await readiness.torIsReady() ? .tor(socks) : nil
     }
 
+    /// Whether a route comes within `timeout`: ``routeWithoutWaiting()`` asked every 250 ms, for a
+    /// one-shot fetch that gives up instead of queueing (`postern geo refresh`).
+    public func waitForRoute(timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if await routeWithoutWaiting() != nil { return true }
+            try? await Task.sleep(for: .milliseconds(250))
+        }
+        return false
+    }
+
     /// The route for a connection that may wait: with the preference off, `.direct` at once (waiting
     /// on a stopped client would burn the timeout); with it on, up to ``maximumReadinessWaits``
     /// waits for readiness, then ``AppLayerError/Code/gaveUpWaitingForTor`` — never direct.

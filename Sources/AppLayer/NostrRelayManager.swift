@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
 import PosternCore
+import PosternRuntime
 
 /// What the relays said, as it arrives.
 public enum NostrRelayMessage: Sendable, Hashable {
@@ -51,6 +52,13 @@ public actor NostrRelayManager {
     /// The relays private messages go to: built-ins plus the user's custom relays.
     public static func relays(for configuration: BridgeConfiguration) -> [String] {
         configuration.allRelays.map(\.rawValue)
+    }
+
+    /// The relays of the settings directory `configDirectory` (the built-ins alone when its store
+    /// cannot be read).
+    public static func relays(configDirectory: URL) throws(BridgeConfigError) -> [String] {
+        let store = try BridgeStore(directory: configDirectory.path, rules: Transports.argumentRules)
+        return relays(for: (try? store.load()) ?? BridgeConfiguration())
     }
 
     private final class Relay {

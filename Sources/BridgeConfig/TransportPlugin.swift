@@ -1,3 +1,4 @@
+import Foundation
 import PosternSystem
 
 /// An external pluggable transport: a pt-spec managed client (such as Debian's `obfs4proxy` or
@@ -98,6 +99,28 @@ public struct TransportPlugin: Hashable, Sendable {
         }
         if plain && !word.isEmpty { return word }
         return "'" + word.replacingAll("'", with: "'\\''") + "'"
+    }
+
+    /// Checks that `path` names an existing regular file this user may execute: done when a plugin
+    /// is added (the launcher checks again when it starts it, since the file can change in between).
+    public static func checkExecutable(_ path: String) throws(BridgeConfigError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw BridgeConfigError(code: .badPluginPath, kind: .conflict,
+                                    message: "the plugin \(path) cannot be used: \(String(cString: strerror(errno)))")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw BridgeConfigError(code: .badPluginPath, kind: .conflict, message: "the plugin \(path) is not a regular file")
+        }
+        guard access(path, X_OK) == 0 else {
+            throw BridgeConfigError(code: .badPluginPath, kind: .conflict, message: "the plugin \(path) is not executable")
+        }
+    }
+
+    /// The routes this plugin is used for: a name itself, or `plugin:NAME` where Postern keeps its
+    /// own transport of that name (one of `builtinNames`) because the plugin does not replace it.
+    public func routes(builtinNames: [String]) -> [String] {
+        names.map { name in builtinNames.contains(name.rawValue) && !replacesBuiltin ? "plugin:\(name)" : name.rawValue }
     }
 
     private static func isClean(_ text: String) -> Bool {

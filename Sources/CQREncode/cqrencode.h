@@ -1,2 +1,2 @@
-// libqrencode (Debian libqrencode-dev), used only by the CLI to show bridges as a QR code.
+// libqrencode (Debian libqrencode-dev), used only by BridgeQR to show bridges as a QR code.
 #include <qrencode.h>

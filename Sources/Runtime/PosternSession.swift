@@ -267,6 +267,26 @@ public final class PosternSession: Sendable {
         return false
     }
 
+    /// Serves a started session until `stop` returns (false) or tor fails on its own (true), the
+    /// way a daemon runs it: `reloadRequested` is asked every 250 ms (a SIGHUP arrived, say) and a
+    /// true checks the settings at once. Does not stop the session: the caller does, after saying so.
+    public func serve(until stop: @escaping @Sendable () async -> Void, reloadRequested: @escaping @Sendable () -> Bool) async -> Bool {
+        let reloads = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(250))
+                if reloadRequested() { reloadSettings() }
+            }
+        }
+        defer { reloads.cancel() }
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await stop(); return false }
+            group.addTask { await self.waitForFailure() }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
     /// Starts tor on the settings' route: a fixed one, or connection assist with `auto`.
     public func start() async throws(SessionError) {
         guard shared.state.withLock({ state -> Bool in

@@ -201,3 +201,12 @@ struct SettingsSource: Sendable {
 
     func stamp() -> String { settings.stamp() }
 }
+
+extension SessionSettings {
+    /// Whether tor options point tor at a private network (its own directory authorities, or a
+    /// testing network). Tor Browser's public built-in bridges cannot reach one, so a session there
+    /// should get no built-in bridges unless it is given some (and tests must never dial them).
+    public static func isPrivateNetwork(_ torOptions: [TorOption]) -> Bool {
+        torOptions.contains { ["DirAuthority", "AlternateDirAuthority", "TestingTorNetwork"].contains($0.key) }
+    }
+}

@@ -88,4 +88,29 @@ struct TransportPluginTests {
         #expect(paste.notes.count == 1)
         #expect(paste.notes.allSatisfy { !$0.message.contains(word) }, "\(paste.notes.map(\.message))")
     }
+
+    /// The check made when a plugin is added (the CLI's `plugin add` and a paste's accepted plugin).
+    @Test func anExecutableIsCheckedBeforeItIsStored() throws {
+        try TransportPlugin.checkExecutable("/bin/sh")
+        let temporary = TemporaryDirectory()
+        let plain = temporary.path + "/not-executable"
+        #expect(FileManager.default.createFile(atPath: plain, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o644]))
+        for (path, reason) in [(temporary.path + "/missing", "cannot be used: No such file or directory"),
+                               (temporary.path, "is not a regular file"), (plain, "is not executable")] {
+            do throws(BridgeConfigError) {
+                try TransportPlugin.checkExecutable(path)
+                Issue.record("\(path) passed")
+            } catch {
+                #expect(error.code == .badPluginPath && error.message == "the plugin \(path) \(reason)")
+            }
+        }
+    }
+
+    /// A plugin for a name Postern implements itself is used as `plugin:NAME` unless it replaces it.
+    @Test func routesSayWhereAPluginIsUsed() throws {
+        let builtins = ["obfs4", "snowflake", "webtunnel"]
+        let alongside = try TransportPlugin(names: [.obfs4, .meekLite], executable: "/usr/bin/obfs4proxy")
+        #expect(alongside.routes(builtinNames: builtins) == ["plugin:obfs4", "meek_lite"])
+        #expect(alongside.replacingBuiltins().routes(builtinNames: builtins) == ["obfs4", "meek_lite"])
+    }
 }

@@ -122,6 +122,22 @@ private func startDirectoryServer(_ files: [String: String]) async throws -> (Pe
         #expect(abs(d - 343.5) < 2, "\(d)")
         #expect(GeoRelayDirectory.closest(relays, to: berlin, count: 5).count == 5)
     }
+
+    /// `postern geo show` without the CLI: no cache is nil, a cache gives its relays (or the
+    /// nearest), a cache that no longer validates is an error.
+    @Test func cachedRelaysWithoutFetching() throws {
+        let state = temporaryDirectory("geo-cache")
+        defer { try? FileManager.default.removeItem(at: state) }
+        let file = GeoRelayDirectory.defaultCacheFile(inStateDirectory: state)
+        #expect(file.lastPathComponent == "geo-relays.csv")
+        #expect(try GeoRelayDirectory.cachedRelays(in: file) == nil)
+        try sampleCSV.write(to: file, atomically: true, encoding: .utf8)
+        #expect(try GeoRelayDirectory.cachedRelays(in: file)?.map(\.host) == ["relay.example.org", "nostr.example.net", "tokyo.example.jp"])
+        let nearNewYork = try GeoRelayDirectory.cachedRelays(in: file, near: GeoCoordinate(latitude: 40, longitude: -75), count: 1)
+        #expect(nearNewYork?.map(\.host) == ["nostr.example.net"])
+        try "Relay URL,Latitude,Longitude\nrelay.example.org,91,0\n".write(to: file, atomically: true, encoding: .utf8)
+        #expect(throws: AppLayerError.self) { try GeoRelayDirectory.cachedRelays(in: file) }
+    }
 }
 
 /// The preference/readiness cases that do not need a running tor: the ready case runs against the

@@ -67,6 +67,10 @@ public struct RouteLimitTable: Sendable, Hashable {
     }
 
     public mutating func set(_ limits: RouteLimits, forKind kind: String) { overrides[kind] = limits }
+    /// Returns route kinds to their defaults: `kinds`, or every kind when it is empty.
+    public mutating func resetToDefaults(_ kinds: [String] = []) {
+        overrides = kinds.isEmpty ? [:] : overrides.filter { !kinds.contains($0.key) }
+    }
     public mutating func merge(_ other: RouteLimitTable) {
         overrides.merge(other.overrides) { _, new in new }
         if let cap = other.ceilingCap { ceilingCap = cap }

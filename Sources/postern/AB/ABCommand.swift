@@ -1,6 +1,7 @@
 import PosternRuntime
 import BridgeConfig
 import Foundation
+import PosternSystem
 import PosternTrials
 import TrialAnalysis
 
@@ -54,7 +55,7 @@ extension Command {
         options: [.flag("json", "print the runs as JSON")],
         run: { invocation in
             try invocation.requireNoPositionals()
-            let runs = ABHistory.history(invocation.paths).load()
+            let runs = TrialHistory(stateDirectory: invocation.paths.stateDirectory).load()
             if invocation.json {
                 struct Entry: Encodable {
                     let id: String; let startedAt: Date; let routes: [String]; let trialsPerRoute: Int
@@ -83,24 +84,6 @@ extension Command {
         })
 }
 
-/// Where `postern ab` keeps its runs: `<state dir>/ab/<id>/`.
-enum ABHistory {
-    static func directory(_ paths: PosternPaths) -> URL { paths.stateDirectory.appendingPathComponent("ab") }
-    static func history(_ paths: PosternPaths) -> TrialHistory { TrialHistory(directory: directory(paths)) }
-
-    /// A run given as a directory, or as the id of a run kept in the history.
-    static func runDirectory(_ text: String, paths: PosternPaths) -> URL {
-        let given = URL(fileURLWithPath: text)
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: given.path, isDirectory: &isDirectory), isDirectory.boolValue { return given }
-        return directory(paths).appendingPathComponent(text)
-    }
-
-    static func write(_ data: Data, to file: URL) throws {
-        do { try TrialHistory.writeAtomically(data, to: file) } catch { throw CommandFailure("\(error)") }
-    }
-}
-
 extension Command {
     static let abReport = Command(
         name: "report",
@@ -110,11 +93,11 @@ extension Command {
         run: { invocation in
             let positionals = invocation.arguments.positionals
             guard positionals.count == 1 else { throw invocation.usageError("give one run: its directory or its id ('postern ab history')") }
-            let directory = ABHistory.runDirectory(positionals[0], paths: invocation.paths)
+            let directory = TrialHistory(stateDirectory: invocation.paths.stateDirectory).runDirectory(positionals[0])
             let result: ABResult
             do { result = try TrialHistory.loadRun(at: directory) } catch { throw CommandFailure("\(error)") }
             let target = invocation.arguments.value("output").map { URL(fileURLWithPath: $0) } ?? directory.appendingPathComponent("report.html")
-            try ABHistory.write(Data(ABReport.html(result).utf8), to: target)
+            do throws(TrialError) { try TrialHistory.writeAtomically(Data(ABReport.html(result).utf8), to: target) } catch { throw CommandFailure(error.message) }
             invocation.output.print(ABRendering.table(result))
             invocation.output.print("report: \(target.path)")
             return 0
@@ -133,9 +116,10 @@ extension Command {
         run: { invocation in
             let positionals = invocation.arguments.positionals
             guard !positionals.isEmpty else { throw invocation.usageError("give the runs to merge: directories or ids ('postern ab history')") }
+            let history = TrialHistory(stateDirectory: invocation.paths.stateDirectory)
             var results: [ABResult] = []
             for text in positionals {
-                do { results.append(try TrialHistory.loadRun(at: ABHistory.runDirectory(text, paths: invocation.paths))) } catch {
+                do { results.append(try TrialHistory.loadRun(at: history.runDirectory(text))) } catch {
                     throw CommandFailure("\(error)")
                 }
             }
@@ -202,18 +186,15 @@ struct ABSession {
 
     init(_ invocation: Invocation) { self.invocation = invocation }
 
-    static let defaultTimeouts: [String: Double] = ["direct": 45, "snowflake": 300]
-    static let fallbackTimeout = 120.0
-
     func run() async throws -> Int32 {
         let arguments = invocation.arguments
         let routeNames = arguments.positionals
         guard !routeNames.isEmpty else {
             throw invocation.usageError("give two or more routes to compare, e.g. 'postern ab obfs4 snowflake' (or one, to measure it alone)")
         }
-        let trials = try positiveInteger("trials", default: 5, maximum: 1000)
-        let parallel = try positiveInteger("parallel", default: 2, maximum: 64)
-        let probeBytes = try positiveInteger("probe-bytes", default: 1 << 20, maximum: 1 << 34)
+        let trials = try invocation.wholeNumber("trials", default: 5, range: 1...1000)
+        let parallel = try invocation.wholeNumber("parallel", default: 2, range: 1...64)
+        let probeBytes = try invocation.wholeNumber("probe-bytes", default: 1 << 20, range: 1...(1 << 34))
         let order = arguments.value("order") ?? "interleaved"
         guard order == "interleaved" || order == "random" else {
             throw invocation.usageError("--order must be interleaved or random, not '\(order)'")
@@ -231,7 +212,7 @@ struct ABSession {
                 throw invocation.usageError(error.message)
             }
         }
-        let harnessRetries = try positiveInteger("harness-retries", default: 2, maximum: 10, minimum: 0)
+        let harnessRetries = try invocation.wholeNumber("harness-retries", default: 2, range: 0...10)
         let network = arguments.value("network")
         if let network, network.isEmpty || network.count > 64 || network.contains(where: { $0.isNewline }) {
             throw invocation.usageError("--network must be a label of 1 to 64 characters on one line")
@@ -244,25 +225,21 @@ struct ABSession {
             throw invocation.usageError("--probe-asn and --probe-cc go with --ooni FILE")
         }
         if arguments.flag("json") && arguments.flag("csv") { throw invocation.usageError("choose --json or --csv, not both") }
-        let timeouts = try parseTimeouts(routes: routeNames)
+        let timeouts: [String: Double]
+        do throws(TrialError) { timeouts = try TrialRoute.timeouts(for: routeNames, given: arguments.all("trial-timeout")) } catch {
+            throw invocation.usageError(error.message)
+        }
         if let file = arguments.value("tor-options-file"), !FileManager.default.isReadableFile(atPath: file) {
             throw invocation.usageError("cannot read --tor-options-file '\(file)'")
         }
         let routes = try resolveRoutes(routeNames, timeouts: timeouts)
 
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
         let startedAt = Date()
-        let id = formatter.string(from: startedAt) + "-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        let directory = ABHistory.directory(invocation.paths).appendingPathComponent(id)
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw CommandFailure("cannot create \(directory.path): \(error.localizedDescription)")
+        let created: (id: String, directory: URL)
+        do throws(TrialError) { created = try TrialHistory(stateDirectory: invocation.paths.stateDirectory).createRun(startedAt: startedAt) } catch {
+            throw CommandFailure(error.message)
         }
+        let id = created.id, directory = created.directory
 
         let output = invocation.output
         let total = routes.count * trials
@@ -294,14 +271,10 @@ struct ABSession {
                               trialsPerRoute: trials, parallel: parallel, order: order, seed: seed, warm: arguments.flag("warm"),
                               probeURL: probe?.target.text, probeBytes: probeBytes, directory: directory.path, trials: outcome.trials,
                               harnessErrors: outcome.harnessErrors)
-        try ABHistory.write(try ABResult.encoder().encode(result), to: directory.appendingPathComponent("result.json"))
-        try ABHistory.write(Data(result.csv.utf8), to: directory.appendingPathComponent("trials.csv"))
-        let svg = Data(result.svg.utf8)
-        try ABHistory.write(svg, to: directory.appendingPathComponent("charts.svg"))
-        try ABHistory.write(Data(ABReport.html(result).utf8), to: directory.appendingPathComponent("report.html"))
+        do throws(TrialError) { try TrialHistory.save(result, in: directory) } catch { throw CommandFailure(error.message) }
         if let file = arguments.value("svg") {
             do {
-                try TrialHistory.writeAtomically(svg, to: URL(fileURLWithPath: file))
+                try TrialHistory.writeAtomically(Data(result.svg.utf8), to: URL(fileURLWithPath: file))
             } catch {
                 output.error("postern ab: error: cannot write --svg \(file): \(error)")
                 return 1
@@ -338,94 +311,20 @@ struct ABSession {
         return 0
     }
 
-    private func positiveInteger(_ name: String, default value: Int, maximum: Int, minimum: Int = 1) throws -> Int {
-        guard let text = invocation.arguments.value(name) else { return value }
-        guard let number = Int(text), number >= minimum, number <= maximum else {
-            throw invocation.usageError("--\(name) must be a whole number from \(minimum) to \(maximum), not '\(text)'")
-        }
-        return number
-    }
-
-    private func parseTimeouts(routes: [String]) throws -> [String: Double] {
-        var timeouts: [String: Double] = [:]
-        var global: Double?
-        for text in invocation.arguments.all("trial-timeout") {
-            let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
-            guard let seconds = Double(parts.last ?? ""), seconds > 0, seconds.isFinite else {
-                throw invocation.usageError("--trial-timeout needs SECONDS or ROUTE=SECONDS with a positive number, not '\(text)'")
-            }
-            if parts.count == 2 {
-                let route = parts[0].lowercased()
-                guard routes.map({ $0.lowercased() }).contains(route) else {
-                    throw invocation.usageError("--trial-timeout names '\(parts[0])', which is not one of the routes given")
-                }
-                timeouts[route] = seconds
-            } else {
-                global = seconds
-            }
-        }
-        var result: [String: Double] = [:]
-        for route in routes.map({ $0.lowercased() }) {
-            let kind = route.hasPrefix("plugin:") ? String(route.dropFirst("plugin:".count)) : route
-            result[route] = timeouts[route] ?? global ?? Self.defaultTimeouts[kind] ?? Self.fallbackTimeout
-        }
-        return result
-    }
-
-    /// Each name becomes a route with the bridges a child may use: the enabled stored bridges of
-    /// that transport, else the built-in ones. Unknown or unavailable transports are refused here,
-    /// before any child starts.
+    /// The routes the library resolves from the names, with the store's bridges and plugins and
+    /// this build's transports.
     private func resolveRoutes(_ names: [String], timeouts: [String: Double]) throws -> [TrialRoute] {
         let configuration: BridgeConfiguration
         do { configuration = try invocation.bridgeStore().load() } catch { throw CommandFailure(error.message) }
-        let available = try Transports.registry(plugins: configuration.plugins).names
-        let builtins = try? BuiltinBridges.bundled(rules: Transports.argumentRules)
-        var routes: [TrialRoute] = []
-        for name in names {
-            var lower = name.lowercased()
-            let timeoutKey = lower
-            if lower.hasPrefix("plugin:") {
-                let pluginName = String(name.dropFirst("plugin:".count))
-                guard let transport = TransportName.known(matching: pluginName) ?? TransportName(pluginName),
-                      let plugin = configuration.plugin(serving: transport) else {
-                    throw invocation.usageError("'\(name)': no plugin serves \(pluginName.prefix(64)) (see 'postern transport plugin list')")
-                }
-                let selection = BridgeSelection(configuration: configuration, transports: [transport], builtins: builtins)
-                guard !selection.lines.isEmpty else {
-                    throw CommandFailure("there are no \(transport) bridges to try: none stored and enabled, and no built-in ones; add some with 'postern bridges add'")
-                }
-                let routeName = "plugin:\(transport)"
-                guard !routes.contains(where: { $0.name == routeName }) else { throw invocation.usageError("the route \(routeName) is given twice") }
-                let timeout = Duration.milliseconds(Int64((timeouts[timeoutKey] ?? Self.fallbackTimeout) * 1000))
-                routes.append(TrialRoute(name: routeName, bridges: selection.lines, timeout: timeout, transport: transport.rawValue,
-                                         plugins: [plugin.replacingBuiltins()]))
-                continue
-            }
-            lower = name.lowercased()
-            let timeout = Duration.milliseconds(Int64((timeouts[lower] ?? Self.fallbackTimeout) * 1000))
-            if lower == "direct" {
-                routes.append(TrialRoute(name: "direct", bridges: [], timeout: timeout))
-                continue
-            }
-            guard lower != "auto", let transport = TransportName.known(matching: name) ?? TransportName(name) else {
-                throw invocation.usageError("'\(name)' is not a route: use direct, vanilla or a transport name (\(available.map(\.rawValue).joined(separator: ", ")))")
-            }
-            guard transport.isVanilla || available.contains(where: { $0.rawValue == transport.rawValue }) else {
-                throw invocation.usageError("the \(transport) transport is not available in this build (available: vanilla, \(available.map(\.rawValue).joined(separator: ", ")))")
-            }
-            let selection = BridgeSelection(configuration: configuration, transports: [transport], builtins: builtins)
-            guard !selection.lines.isEmpty else {
-                throw CommandFailure("there are no \(transport) bridges to try: none stored and enabled, and no built-in ones; add some with 'postern bridges add'")
-            }
-            guard !routes.contains(where: { $0.name == transport.rawValue }) else {
-                throw invocation.usageError("the route \(transport) is given twice")
-            }
-            // A plugin that serves this name for `run` serves it in the trial's child too.
-            let plugins = Transports.plugin(serving: transport.rawValue, in: configuration.plugins).map { [$0] } ?? []
-            routes.append(TrialRoute(name: transport.rawValue, bridges: selection.lines, timeout: timeout, plugins: plugins))
+        let available = try Transports.registry(plugins: configuration.plugins).names.map(\.rawValue)
+        do throws(TrialError) {
+            return try TrialRoute.resolve(names, timeouts: timeouts, configuration: configuration, available: available,
+                                          builtins: try? BuiltinBridges.bundled(rules: Transports.argumentRules)) { Transports.plugin(serving: $0, in: configuration.plugins) }
+        } catch where error.kind == .usage {
+            throw invocation.usageError(error.message)
+        } catch {
+            throw CommandFailure(error.message)
         }
-        if routes.filter({ $0.name == "direct" }).count > 1 { throw invocation.usageError("the route direct is given twice") }
-        return routes
     }
 
     static func showProgress(output: Output, total: Int, running: [TrialRunner.Live], finished: [ABResult.Trial],

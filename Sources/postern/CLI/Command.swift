@@ -1,4 +1,5 @@
 import Foundation
+import PosternRuntime
 
 /// What a command gets when it runs.
 struct Invocation: Sendable {

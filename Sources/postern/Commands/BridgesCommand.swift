@@ -1,4 +1,5 @@
 import BridgeConfig
+import BridgeQR
 import Foundation
 import PosternRuntime
 
@@ -50,14 +51,14 @@ extension Command {
                     throw invocation.usageError("give bridge lines either as arguments or with --file, not both")
                 }
                 let input = try InputReader.read(file, output: invocation.output)
-                return try PasteImport(invocation: invocation, sourceName: input.name).run(text: input.text)
+                return try invocation.importPaste(input.text, source: input.name)
             }
             guard !positionals.isEmpty else {
                 throw invocation.usageError("no bridge lines given (give LINE arguments, --file FILE, or - for standard input)")
             }
             if positionals == ["-"] {
                 let input = try InputReader.read("-", output: invocation.output)
-                return try PasteImport(invocation: invocation, sourceName: input.name).run(text: input.text)
+                return try invocation.importPaste(input.text, source: input.name)
             }
             if positionals.contains("-") {
                 throw invocation.usageError("'-' (standard input) cannot be combined with bridge lines as arguments")
@@ -71,8 +72,7 @@ extension Command {
             }
             InputReader.warnSecretOnCommandLine("a bridge line", instead: "'postern bridges add -' (standard input) or --file FILE",
                                                 output: invocation.output)
-            return try PasteImport(invocation: invocation, sourceName: "the arguments")
-                .run(text: positionals.joined(separator: "\n"))
+            return try invocation.importPaste(positionals.joined(separator: "\n"), source: "the arguments")
         })
 
     static let bridgesImport = Command(
@@ -88,7 +88,7 @@ extension Command {
                                                                 : "import takes one FILE (or -), got \(positionals.count)")
             }
             let input = try InputReader.read(positionals[0], output: invocation.output)
-            return try PasteImport(invocation: invocation, sourceName: input.name).run(text: input.text)
+            return try invocation.importPaste(input.text, source: input.name)
         })
 
     static let bridgesList = Command(
@@ -217,11 +217,8 @@ extension Command {
             case "json":
                 try invocation.output.json(bridges.map(\.line.description))
             case "qr":
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.withoutEscapingSlashes]
-                let content = String(decoding: try encoder.encode(bridges.map(\.line.description)), as: UTF8.self)
                 do throws(QRCodeError) {
-                    invocation.output.print(try QRCode(encoding: content).terminalText())
+                    invocation.output.print(try QRCode(bridgeLines: bridges.map(\.line)).terminalText())
                 } catch where error.code == .tooLarge {
                     throw CommandFailure("\(plural(bridges.count, "bridge")) do not fit in one QR code (\(error.message)); export fewer by giving their IDs")
                 } catch {
@@ -288,4 +285,19 @@ extension Command {
             }
             return 0
         })
+}
+
+extension Invocation {
+    /// `bridges add` and `bridges import`: the library's ``BridgeImport`` on the paste, rendered.
+    func importPaste(_ text: String, source: String) throws -> Int32 {
+        let options = BridgeImport.Options(dryRun: arguments.flag("dry-run"), allOrNothing: arguments.flag("all-or-nothing"),
+                                           acceptPlugins: arguments.flag("accept-plugins"), policy: loggingPolicy)
+        let report = try BridgeImport.run(text, source: source, into: try bridgeStore(), options: options)
+        if json {
+            try output.json(report)
+        } else {
+            output.print((report.items.map(\.text) + [report.summary]).joined(separator: "\n"))
+        }
+        return report.failed ? 1 : 0
+    }
 }

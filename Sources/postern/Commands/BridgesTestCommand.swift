@@ -47,7 +47,7 @@ struct BridgesTestCommand {
     func run() async throws -> Int32 {
         let arguments = invocation.arguments
         let policy = invocation.loggingPolicy
-        let parallel = try number("parallel", default: 10, range: 1...128)
+        let parallel = try invocation.wholeNumber("parallel", default: 10, range: 1...128)
         let timeout = Duration.milliseconds(Int64(try number("timeout", default: 10, range: 0.1...600) * 1000))
         let bootstrapTimeout = Duration.milliseconds(Int64(try number("bootstrap-timeout", default: 120, range: 1...3600) * 1000))
         var transportFilter: TransportName?
@@ -60,22 +60,28 @@ struct BridgesTestCommand {
         if let file = arguments.value("tor-options-file"), !FileManager.default.isReadableFile(atPath: file) {
             throw invocation.usageError("cannot read --tor-options-file '\(file)'")
         }
-        var candidates = try selectCandidates()
-        if let transportFilter { candidates = candidates.filter { $0.line.transport == transportFilter } }
-        let storedPlugins: [TransportPlugin]
-        do { storedPlugins = try invocation.bridgeStore().load().plugins } catch { throw CommandFailure(error.message) }
-        let plugins = arguments.flag("via-plugins") ? storedPlugins.map { $0.replacingBuiltins() } : storedPlugins
+        let selection = try requestedSelection()
+        let configuration: BridgeConfiguration
+        do { configuration = try invocation.bridgeStore().load() } catch { throw CommandFailure(error.message) }
+        var candidates: [Candidate]
+        do throws(BridgeConfigError) {
+            candidates = try BridgeHealthCheck.candidates(selection, in: configuration, transport: transportFilter)
+        } catch where error.code == .unknownBridgeID {
+            throw CommandFailure("\(error.message) (see 'postern bridges list')")
+        } catch {
+            throw CommandFailure(error.message)
+        }
+        let plugins = arguments.flag("via-plugins") ? configuration.plugins.map { $0.replacingBuiltins() } : configuration.plugins
         let registry = try Transports.registry(handshakeTimeout: timeout, plugins: plugins,
                                                stateLocation: invocation.paths.stateDirectory)
-        if arguments.flag("builtin") {
+        if selection == .builtin {
             // Built-in bridges of a transport this build has no client for (meek_lite): one note
             // per transport at the start, not a skipped row per bridge.
-            let probe = BridgeHealthCheck(registry: registry, timeout: timeout)
-            let lacking = Dictionary(grouping: candidates.filter { !probe.canTest($0.line) }, by: { $0.line.transport.rawValue })
-            for (transport, skipped) in lacking.sorted(by: { $0.key < $1.key }) {
-                invocation.output.error("note: \(plural(skipped.count, "built-in \(transport) bridge")) not tested: this build has no \(transport) client")
+            let split = BridgeHealthCheck(registry: registry, timeout: timeout).splitUntestable(candidates)
+            for (transport, count) in split.untestable {
+                invocation.output.error("note: \(plural(count, "built-in \(transport) bridge")) not tested: this build has no \(transport) client")
             }
-            candidates.removeAll { lacking[$0.line.transport.rawValue] != nil }
+            candidates = split.testable
         }
         guard !candidates.isEmpty else {
             throw CommandFailure("no bridges to test (add some with 'postern bridges add', or test the built-in ones with --builtin)")
@@ -91,8 +97,10 @@ struct BridgesTestCommand {
         let check = BridgeHealthCheck(registry: registry, timeout: timeout, parallel: parallel, policy: policy)
         let total = candidates.count
         let bootstrapStep: (@Sendable (Candidate) async -> BridgeHealth.Step)? = bootstrap ? { @Sendable candidate in
-            await Self.bootstrap(candidate, directory: workDirectory.appendingPathComponent(candidate.id), plugins: plugins,
-                                 timeout: bootstrapTimeout, torOptionsFile: torOptionsFile, unsafeLogging: unsafe)
+            let outcome = await BootstrapCheck.run(through: candidate.line, directory: workDirectory.appendingPathComponent(candidate.id),
+                                                   plugins: plugins, timeout: bootstrapTimeout, torOptionsFile: torOptionsFile,
+                                                   unsafeLogging: unsafe)
+            return BridgeHealth.Step(result: outcome.succeeded ? .ok : .failed, milliseconds: outcome.milliseconds, detail: outcome.detail)
         } : nil
         let results = await check.run(candidates, bootstrap: bootstrapStep,
                                       progress: { count in output.progress("testing bridges: \(count)/\(total) done") })
@@ -141,70 +149,16 @@ struct BridgesTestCommand {
         return number
     }
 
-    private func number(_ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
-        guard let text = invocation.arguments.value(name) else { return value }
-        guard let number = Int(text), range.contains(number) else {
-            throw invocation.usageError("--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
-        }
-        return number
-    }
-
-    private func selectCandidates() throws -> [Candidate] {
+    private func requestedSelection() throws -> BridgeHealthCheck.Selection {
         let arguments = invocation.arguments
         if arguments.flag("builtin") {
             guard arguments.positionals.isEmpty, !arguments.flag("all") else {
                 throw invocation.usageError("--builtin tests the built-in bridges: give no IDs and no --all with it")
             }
-            return BridgeHealthCheck.candidates(builtins: try BuiltinBridges.bundled(rules: Transports.argumentRules))
+            return .builtin
         }
-        let configuration: BridgeConfiguration
-        do { configuration = try invocation.bridgeStore().load() } catch { throw CommandFailure(error.message) }
-        if !arguments.positionals.isEmpty {
-            guard !arguments.flag("all") else { throw invocation.usageError("give bridge IDs or --all, not both") }
-            let ids = try invocation.bridgeIDs()
-            if let missing = ids.first(where: { configuration.bridge($0) == nil }) {
-                throw CommandFailure("there is no bridge with the ID \(missing) (see 'postern bridges list')")
-            }
-            return BridgeHealthCheck.candidates(configuration, ids: ids)
-        }
-        return BridgeHealthCheck.candidates(configuration, includeDisabled: arguments.flag("all"))
-    }
-
-    /// A real bootstrap through this bridge alone, in a child `postern run`.
-    static func bootstrap(_ candidate: Candidate, directory: URL, plugins: [TransportPlugin], timeout: Duration, torOptionsFile: String?,
-                          unsafeLogging: Bool) async -> BridgeHealth.Step {
-        let started = ContinuousClock.now
-        let child: ChildRun
-        do {
-            child = try ChildRun(.init(directory: directory, transport: candidate.line.transport.rawValue, bridges: [candidate.line],
-                                       plugins: plugins.filter { $0.names.contains(candidate.line.transport) },
-                                       torOptionsFile: torOptionsFile,
-                                       unsafeLogging: unsafeLogging, warmFrom: nil))
-        } catch {
-            return .init(result: .failed, detail: "could not start the child: \(error)")
-        }
-        let outcome = await child.waitForReady(timeout: timeout)
-        let events = child.events
-        await child.stop()
-        child.cleanUp()
-        switch outcome {
-        case .ready:
-            return .init(result: .ok, milliseconds: (events.first { $0.event == "ready" }?.t ?? 0) * 1000, detail: "100%")
-        case .failed(let reason, _):
-            return .init(result: .failed, milliseconds: BridgeHealthCheck.milliseconds(since: started),
-                         detail: TrialRunner.failure(events: events, reason: reason).describedPlace)
-        case .timedOut:
-            return .init(result: .failed, milliseconds: BridgeHealthCheck.milliseconds(since: started),
-                         detail: TrialRunner.failure(events: events, reason: "no 100% within \(timeout.seconds.formatted()) s").describedPlace)
-        }
-    }
-
-}
-
-extension ABResult.Failure {
-    /// "stalled at 5% (conn): reason".
-    var describedPlace: String {
-        guard let progress else { return reason }
-        return "stalled at \(progress)% (\(tag ?? "")): \(reason)"
+        guard !arguments.positionals.isEmpty else { return .stored(includeDisabled: arguments.flag("all")) }
+        guard !arguments.flag("all") else { throw invocation.usageError("give bridge IDs or --all, not both") }
+        return .ids(try invocation.bridgeIDs())
     }
 }

@@ -15,9 +15,6 @@ extension Command {
         """,
         subcommands: [.geoRefresh, .geoShow])
 
-    /// bitchat's geo relay list.
-    static let geoDefaultURL = "https://raw.githubusercontent.com/permissionlesstech/georelays/refs/heads/main/nostr_relays.csv"
-
     static let geoRefresh = Command(
         name: "refresh",
         summary: "Fetch the directory now (when due, or always with --force) and update the cache",
@@ -50,25 +47,19 @@ struct GeoCommand {
 
     init(_ invocation: Invocation) { self.invocation = invocation }
 
-    var cacheFile: URL { invocation.paths.stateDirectory.appendingPathComponent("geo-relays.csv") }
+    var cacheFile: URL { GeoRelayDirectory.defaultCacheFile(inStateDirectory: invocation.paths.stateDirectory) }
 
     func refresh() async throws -> Int32 {
         try invocation.requireNoPositionals()
-        let text = invocation.arguments.value("url") ?? Command.geoDefaultURL
+        let text = invocation.arguments.value("url") ?? GeoRelayDirectory.defaultSource
         guard let url = URL(string: text), ["https", "http"].contains(url.scheme?.lowercased() ?? "") else {
             throw invocation.usageError("--url '\(text)': an http(s) URL is needed")
         }
-        var seconds = 120.0
-        if let given = invocation.arguments.value("timeout") {
-            guard let number = Double(given), number > 0 else {
-                throw invocation.usageError("--timeout needs a positive number of seconds, not '\(given)'")
-            }
-            seconds = number
-        }
+        let seconds = try invocation.positiveSeconds("timeout", default: 120)
         let tor = try await TorRoute.open(invocation, dataDirectory: invocation.paths.stateDirectory.appendingPathComponent("tor-geo"),
                                           command: "postern geo")
         let directory = GeoRelayDirectory(sourceURL: url, cacheFile: cacheFile, http: ProxiedHTTPClient(activation: tor.activation))
-        let ready = await tor.activation.torWanted ? await Self.waitForTor(tor.activation, seconds: seconds) : true
+        let ready = await tor.activation.torWanted ? await tor.activation.waitForRoute(timeout: .milliseconds(Int64(seconds * 1000))) : true
         let outcome: GeoRefreshOutcome? = ready ? await directory.refresh(force: invocation.arguments.flag("force")) : nil
         await tor.close()
         let count = await directory.relays.count
@@ -94,15 +85,6 @@ struct GeoCommand {
         }
     }
 
-    private static func waitForTor(_ activation: NetworkActivationService, seconds: Double) async -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if await activation.routeWithoutWaiting() != nil { return true }
-            try? await Task.sleep(for: .milliseconds(250))
-        }
-        return false
-    }
-
     func show() throws -> Int32 {
         try invocation.requireNoPositionals()
         var place: (GeoCoordinate, Int)?
@@ -121,12 +103,11 @@ struct GeoCommand {
             }
             place = (GeoCoordinate(latitude: latitude, longitude: longitude), count)
         }
-        guard let data = try? Data(contentsOf: cacheFile) else {
-            throw CommandFailure("no cached directory yet: 'postern geo refresh' fetches it")
+        let cached: [GeoRelay]?
+        do throws(AppLayerError) { cached = try GeoRelayDirectory.cachedRelays(in: cacheFile, near: place?.0, count: place?.1 ?? 5) } catch {
+            throw CommandFailure("the cached directory is invalid: \(error.message)")
         }
-        var relays: [GeoRelay]
-        do { relays = try GeoRelayCSV.parse(data) } catch { throw CommandFailure("the cached directory is invalid: \(error.message)") }
-        if let (location, count) = place { relays = GeoRelayDirectory.closest(relays, to: location, count: count) }
+        guard let relays = cached else { throw CommandFailure("no cached directory yet: 'postern geo refresh' fetches it") }
         if invocation.json {
             struct Listing: Encodable { let url: String; let latitude: Double; let longitude: Double }
             try invocation.output.json(relays.map { Listing(url: $0.url, latitude: $0.latitude, longitude: $0.longitude) })

@@ -1,6 +1,7 @@
 import PosternRuntime
 import BridgeConfig
 import Foundation
+import PosternSystem
 import PosternAppLayer
 import PosternCore
 
@@ -66,23 +67,9 @@ struct NostrSession: Sendable {
         do { return try NostrKeyFile.loadOrCreate(at: path) } catch { throw CommandFailure(error.message) }
     }
 
-    private var timeout: Double {
-        get throws {
-            guard let text = invocation.arguments.value("timeout") else { return 120 }
-            guard let seconds = Double(text), seconds > 0 else {
-                throw invocation.usageError("--timeout needs a positive number of seconds, not '\(text)'")
-            }
-            return seconds
-        }
-    }
-
     private func relays() throws -> [String] {
         let given = invocation.arguments.all("relay")
-        if given.isEmpty {
-            let store = try BridgeStore(directory: invocation.paths.configDirectory.path, rules: Transports.argumentRules)
-            let configuration = (try? store.load()) ?? BridgeConfiguration()
-            return NostrRelayManager.relays(for: configuration)
-        }
+        if given.isEmpty { return try NostrRelayManager.relays(configDirectory: invocation.paths.configDirectory) }
         return try given.map { text in
             do { return try NostrRelayURL(normalizing: text).rawValue } catch { throw invocation.usageError("--relay '\(text)': \(error)") }
         }
@@ -128,7 +115,7 @@ struct NostrSession: Sendable {
             }
         }
         guard !message.isEmpty else { throw invocation.usageError("the message is empty") }
-        let seconds = try timeout
+        let seconds = try invocation.positiveSeconds("timeout", default: 120)
         let keys = try loadOrCreateKey()
         let wrap = try NIP17.giftWrap(message: message, from: keys, to: recipient.lowercased())
         let (tor, manager) = try await start()
@@ -161,7 +148,7 @@ struct NostrSession: Sendable {
             guard let count = Int(text), count > 0 else { throw invocation.usageError("--count needs a positive number, not '\(text)'") }
             limit = count
         }
-        let seconds = try timeout
+        let seconds = try invocation.positiveSeconds("timeout", default: 120)
         let keys = try loadOrCreateKey()
         let (tor, manager) = try await start()
         let inbox = await manager.privateMessages(for: keys)

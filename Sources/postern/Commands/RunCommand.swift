@@ -1,4 +1,5 @@
 import Foundation
+import PosternSystem
 import Synchronization
 import PosternCore
 import PosternRuntime
@@ -88,21 +89,8 @@ struct RunCommand {
         // Settings changed by another postern process reach the running tor by SETCONF; SIGHUP
         // asks for the check at once.
         let hangups = SignalWaiter(signals: [SIGHUP])
-        let hangupForwarder = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(250))
-                if hangups.consume() { session.reloadSettings() }
-            }
-        }
         // Either a signal arrives or the core fails on its own.
-        let failed = await withTaskGroup(of: Bool.self) { group in
-            group.addTask { await stop.wait(); return false }
-            group.addTask { await session.waitForFailure() }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
-        hangupForwarder.cancel()
+        let failed = await session.serve(until: { await stop.wait() }, reloadRequested: { hangups.consume() })
         if !invocation.json { output.endStatus() }
         if !failed && !invocation.json { output.print("stopping tor…") }
         await session.stop()
@@ -274,45 +262,5 @@ enum PhaseReport {
 extension String {
     func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: " ", count: width - count) + self
-    }
-}
-
-/// Catches some POSIX signals through Dispatch rather than a raw handler. One task may `wait()`
-/// for the first of them; a poller may instead `consume()` whether any arrived since it last asked.
-final class SignalWaiter: Sendable {
-    private let stream: AsyncStream<Int32>
-    private let received = Mutex(0)
-    nonisolated(unsafe) private let sources: [DispatchSourceSignal]
-
-    init(signals: [Int32]) {
-        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
-        self.stream = stream
-        var sources: [DispatchSourceSignal] = []
-        for number in signals {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            sources.append(source)
-        }
-        self.sources = sources
-        for source in sources {
-            source.setEventHandler { [self] in
-                self.received.withLock { $0 += 1 }
-                continuation.yield(Int32(source.handle))
-            }
-            source.resume()
-        }
-    }
-
-    /// Waits for the first signal. For a single waiter: the stream ends if that waiter is cancelled.
-    func wait() async {
-        for await _ in stream { return }
-    }
-
-    /// True when a signal arrived since the last call.
-    func consume() -> Bool {
-        received.withLock { count in
-            defer { count = 0 }
-            return count > 0
-        }
     }
 }

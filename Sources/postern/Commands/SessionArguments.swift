@@ -24,7 +24,7 @@ extension Invocation {
             settings.builtins = try readBuiltins(file)
         } else if let file = arguments.value("tor-options-file"),
                   let options = try? TorOption.parseLines(String(contentsOfFile: file, encoding: .utf8)),
-                  options.contains(where: { ["DirAuthority", "AlternateDirAuthority", "TestingTorNetwork"].contains($0.key) }) {
+                  SessionSettings.isPrivateNetwork(options) {
             settings.builtins = nil
         }
         for text in arguments.all("route-timeout") {

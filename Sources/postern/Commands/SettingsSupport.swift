@@ -22,6 +22,24 @@ extension Invocation {
         return arguments.positionals
     }
 
+    /// `--NAME N`, a whole number in `range` (`default` without the option).
+    func wholeNumber(_ name: String, default value: Int, range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard let text = arguments.value(name) else { return value }
+        guard let number = Int(text), range.contains(number) else {
+            throw usageError("--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        }
+        return number
+    }
+
+    /// `--NAME SECONDS`, a positive number (`default` without the option).
+    func positiveSeconds(_ name: String, default value: Double) throws(UsageError) -> Double {
+        guard let text = arguments.value(name) else { return value }
+        guard let seconds = Double(text), seconds > 0 else {
+            throw usageError("--\(name) needs a positive number of seconds, not '\(text)'")
+        }
+        return seconds
+    }
+
     /// Bridge IDs from the command line; a malformed one is a usage error.
     func bridgeIDs() throws(UsageError) -> [BridgeID] {
         var ids: [BridgeID] = []

@@ -13,7 +13,8 @@ extension Command {
                 throw invocation.usageError("unexpected argument '\(invocation.arguments.positionals[0])'")
             }
             let file = invocation.paths.runStatusFile
-            guard let record = try? RunStatusRecord.read(from: file), kill(record.pid, 0) == 0 else {
+            // The runtime's test of a live `postern run` (the file parses, its pid lives), as `nostr` and `geo` attach.
+            guard let record = RunningSession.find(statusFile: file)?.record else {
                 if invocation.json {
                     invocation.output.print(#"{"running":false,"state":"idle"}"#)
                 } else {

@@ -16,12 +16,9 @@ struct TorRoute: Sendable {
         let output = invocation.output
         let options = try invocation.sessionOptions(defaultDataDirectory: dataDirectory)
         let settings = try invocation.sessionSettings()
-        let plugins = (try? settings.load().plugins) ?? []
         let tor: AppTor
         do {
-            tor = try AppTor.attachOrPrepare(statusFile: invocation.paths.runStatusFile, settings: settings, options: options) {
-                try Transports.registry(plugins: plugins, stateLocation: dataDirectory)
-            }
+            tor = try AppTor.attachOrPrepare(statusFile: invocation.paths.runStatusFile, settings: settings, options: options)
         } catch let error as SessionError {
             throw CommandFailure(error.message)
         }

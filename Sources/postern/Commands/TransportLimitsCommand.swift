@@ -78,10 +78,7 @@ extension Command {
                     throw invocation.usageError(error.message)
                 }
             }
-            let reset = kinds.isEmpty ? table.overrides.keys.sorted() : kinds
-            var kept = RouteLimitTable()
-            for (kind, limits) in table.overrides where !reset.contains(kind) { kept.set(limits, forKind: kind) }
-            table = kept
+            table.resetToDefaults(kinds)
             try invocation.writeAssistLimits(table)
             invocation.output.print(kinds.isEmpty ? "all route limits are the defaults" : "back to the defaults: \(kinds.joined(separator: ", "))")
             return 0

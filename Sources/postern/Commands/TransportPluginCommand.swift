@@ -62,7 +62,7 @@ extension Command {
             if plugin.replacesBuiltin, !plugin.names.contains(where: { builtins.contains($0.rawValue) }) {
                 throw invocation.usageError("--replace-builtin is for a name Postern implements itself (\(builtins.joined(separator: ", "))); \(plugin.names.map(\.rawValue).joined(separator: ",")) is none")
             }
-            try PluginCheck.executable(plugin.executable)
+            try TransportPlugin.checkExecutable(plugin.executable)
             try invocation.bridgeStore().update { try $0.addPlugin(plugin) }
             if invocation.json {
                 try invocation.output.json(PluginListing(plugin))
@@ -112,13 +112,9 @@ extension Command {
             invocation.output.print("no plugins (add one with 'postern transport plugin add obfs4 /usr/bin/obfs4proxy')")
             return 0
         }
-        let builtins = Transports.builtinNames
         invocation.output.print(Table.render(header: ["NAMES", "USED FOR", "COMMAND"], rows: plugins.map { plugin in
-            let use = plugin.names.map { name in
-                builtins.contains(name.rawValue) && !plugin.replacesBuiltin ? "plugin:\(name)" : name.rawValue
-            }
-            return [plugin.names.map(\.rawValue).joined(separator: ","), use.joined(separator: ","),
-                    ([plugin.executable] + plugin.arguments).map(TransportPlugin.shellQuoted).joined(separator: " ")]
+            [plugin.names.map(\.rawValue).joined(separator: ","), plugin.routes(builtinNames: Transports.builtinNames).joined(separator: ","),
+             ([plugin.executable] + plugin.arguments).map(TransportPlugin.shellQuoted).joined(separator: " ")]
         }))
         return 0
     }
@@ -138,26 +134,6 @@ struct PluginListing: Encodable {
         path = plugin.executable
         arguments = plugin.arguments
         replacesBuiltin = plugin.replacesBuiltin
-        routes = plugin.names.map { name in
-            Transports.builtinNames.contains(name.rawValue) && !plugin.replacesBuiltin ? "plugin:\(name)" : name.rawValue
-        }
-    }
-}
-
-/// Checks done when a plugin is added (and again, by the launcher, when it is started).
-enum PluginCheck {
-    /// The path names an existing regular file this user may execute.
-    static func executable(_ path: String) throws(BridgeConfigError) {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw BridgeConfigError(code: .badPluginPath, kind: .conflict,
-                                    message: "the plugin \(path) cannot be used: \(String(cString: strerror(errno)))")
-        }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw BridgeConfigError(code: .badPluginPath, kind: .conflict, message: "the plugin \(path) is not a regular file")
-        }
-        guard access(path, X_OK) == 0 else {
-            throw BridgeConfigError(code: .badPluginPath, kind: .conflict, message: "the plugin \(path) is not executable")
-        }
+        routes = plugin.routes(builtinNames: Transports.builtinNames)
     }
 }

@@ -1,42 +1,64 @@
 internal import CQREncode
+import BridgeConfig
 import Foundation
+import PosternSystem
 
-/// Why a QR code could not be made.
-struct QRCodeError: Error, CustomStringConvertible {
-    struct Code: Hashable, Sendable {
-        let rawValue: String
-        static let tooLarge = Code(rawValue: "too-large")
-        static let invalidInput = Code(rawValue: "invalid-input")
-        static let outOfMemory = Code(rawValue: "out-of-memory")
-        static let failed = Code(rawValue: "failed")
-    }
-    let code: Code
-    let message: String
-    var description: String { message }
+/// Why a QR code could not be made. The shape of every public Postern error (``CodedError``).
+public typealias QRCodeError = CodedError<QRCodeErrorDomain>
+
+public enum QRCodeErrorDomain: ErrorDomain {
+    public static var defaultKind: QRCodeError.Kind { .failure }
+}
+
+extension QRCodeError.Code {
+    /// The text does not fit in one symbol (version 40 at level L holds 2953 bytes).
+    public static let tooLarge = Self("too-large")
+    public static let invalidInput = Self("invalid-input")
+    public static let outOfMemory = Self("out-of-memory")
+    public static let failed = Self("failed")
+}
+
+extension QRCodeError.Kind {
+    public static let failure = Self("failure")
 }
 
 /// A QR code symbol: the module matrix libqrencode made for a text (byte-mode hint, error correction
 /// level L, smallest version that fits), copied into Swift so no C memory outlives `init`.
-struct QRCode: Sendable {
+public struct QRCode: Hashable, Sendable {
     /// Modules per side.
-    let width: Int
+    public let width: Int
     /// Row-major; true is a dark module.
-    let modules: [Bool]
+    public let modules: [Bool]
 
-    init(encoding text: String) throws(QRCodeError) {
+    public init(encoding text: String) throws(QRCodeError) {
         let symbol = try QRSymbolHandle.encode(text)
         width = symbol.width
         modules = symbol.modules()
     }
 
-    func isDark(x: Int, y: Int) -> Bool {
+    /// Bridge lines as bridges.torproject.org puts them in its QR codes: a JSON array of the full
+    /// lines (addresses, fingerprints and certs in the clear: a QR code is for sharing them), which
+    /// `BridgePaste` reads back.
+    public init(bridgeLines lines: [BridgeLine]) throws(QRCodeError) {
+        try self.init(encoding: Self.content(of: lines))
+    }
+
+    /// The text ``init(bridgeLines:)`` encodes: `["obfs4 ...","obfs4 ..."]`, slashes unescaped.
+    public static func content(of lines: [BridgeLine]) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        // Encoding an array of strings cannot fail.
+        return String(decoding: (try? encoder.encode(lines.map(\.description))) ?? Data("[]".utf8), as: UTF8.self)
+    }
+
+    public func isDark(x: Int, y: Int) -> Bool {
         x >= 0 && y >= 0 && x < width && y < width && modules[y * width + x]
     }
 
     /// Text for a terminal, two module rows per line with Unicode half blocks, the same picture as
     /// `qrencode -t UTF8`: light modules are drawn (terminals are mostly light text on dark), dark
     /// ones are blank, and a light quiet zone of `margin` modules surrounds the symbol.
-    func terminalText(margin: Int = 4) -> String {
+    public func terminalText(margin: Int = 4) -> String {
         let side = width + 2 * margin
         func isLight(_ x: Int, _ y: Int) -> Bool { y >= side || !isDark(x: x - margin, y: y - margin) }
         var lines: [String] = []
@@ -69,13 +91,13 @@ private final class QRSymbolHandle {
         guard let pointer = text.withCString({ QRcode_encodeString($0, 0, QR_ECLEVEL_L, QR_MODE_8, 1) }) else {
             switch errno {
             case ERANGE:
-                throw QRCodeError(code: .tooLarge, message: "\(text.utf8.count) bytes do not fit in one QR code")
+                throw QRCodeError(.tooLarge, "\(text.utf8.count) bytes do not fit in one QR code")
             case EINVAL:
-                throw QRCodeError(code: .invalidInput, message: "libqrencode rejected the input")
+                throw QRCodeError(.invalidInput, "libqrencode rejected the input")
             case ENOMEM:
-                throw QRCodeError(code: .outOfMemory, message: "out of memory while making the QR code")
+                throw QRCodeError(.outOfMemory, "out of memory while making the QR code")
             default:
-                throw QRCodeError(code: .failed, message: "libqrencode failed (\(String(cString: strerror(errno))))")
+                throw QRCodeError(.failed, "libqrencode failed (\(String(cString: strerror(errno))))")
             }
         }
         return QRSymbolHandle(pointer)

@@ -1,12 +1,14 @@
 import Foundation
 
-/// Where Postern keeps its files. `--config-dir` (or POSTERN_CONFIG_DIR) puts everything, settings
-/// and state, under one directory, which keeps tests and parallel trials apart.
-struct PosternPaths: Sendable {
-    let configDirectory: URL
-    let stateDirectory: URL
+/// Where Postern keeps its files, as the CLI resolves them: an app that shares the user's settings
+/// with `postern`, or attaches to a running `postern run` (``runStatusFile``), finds them here.
+/// An explicit directory (`--config-dir`) or POSTERN_CONFIG_DIR puts everything, settings and
+/// state, under one directory, which keeps tests and parallel trials apart.
+public struct PosternPaths: Sendable {
+    public let configDirectory: URL
+    public let stateDirectory: URL
 
-    init(configDirectoryOverride: String?, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(configDirectoryOverride: String?, environment: [String: String] = ProcessInfo.processInfo.environment) {
         let home = environment["HOME"] ?? NSHomeDirectory()
         if let explicit = configDirectoryOverride ?? environment["POSTERN_CONFIG_DIR"], !explicit.isEmpty {
             configDirectory = URL(fileURLWithPath: explicit)
@@ -19,7 +21,7 @@ struct PosternPaths: Sendable {
         }
     }
 
-    var torDataDirectory: URL { stateDirectory.appendingPathComponent("tor") }
+    public var torDataDirectory: URL { stateDirectory.appendingPathComponent("tor") }
     /// Written by a running `postern run`, read by `postern status`.
-    var runStatusFile: URL { stateDirectory.appendingPathComponent("run-status.json") }
+    public var runStatusFile: URL { stateDirectory.appendingPathComponent("run-status.json") }
 }

@@ -1,36 +1,47 @@
-import BridgeConfig
-import Foundation
-import PosternRuntime
+/// A paste stored leniently (`postern bridges add` and `import`, or an app's "paste bridges" box):
+/// the good lines are stored, and every line is reported (stored, already stored, rejected with
+/// line, word and reason), with the paste's warnings, notes and plugin offers.
+///
+/// The report is data: the CLI prints ``Report/items``' ``Item/text`` and the ``Report/summary``
+/// (or the report as JSON); an app shows the same. Nothing here prints.
+public enum BridgeImport {
+    public struct Options: Hashable, Sendable {
+        /// Check and report every line without storing anything.
+        public var dryRun = false
+        /// Store nothing if any line is rejected or cannot be stored.
+        public var allOrNothing = false
+        /// Also store the paste's `ClientTransportPlugin NAME exec PATH` lines as plugins
+        /// (never with `dryRun`).
+        public var acceptPlugins = false
+        public var policy: LoggingPolicy = .safe
 
-/// `bridges add` and `bridges import`: read a paste leniently, store the good lines, and report
-/// every line (stored, already stored, rejected with line, word and reason), warnings and notes.
-struct PasteImport {
-    let invocation: Invocation
-    /// For messages: "the arguments", "standard input" or a file path.
-    let sourceName: String
-
-    var dryRun: Bool { invocation.arguments.flag("dry-run") }
-    var allOrNothing: Bool { invocation.arguments.flag("all-or-nothing") }
+        public init(dryRun: Bool = false, allOrNothing: Bool = false, acceptPlugins: Bool = false, policy: LoggingPolicy = .safe) {
+            self.dryRun = dryRun
+            self.allOrNothing = allOrNothing
+            self.acceptPlugins = acceptPlugins
+            self.policy = policy
+        }
+    }
 
     /// One entry of the report, in input order.
-    struct Item: Encodable {
-        enum Status: String, Encodable {
+    public struct Item: Encodable, Hashable, Sendable {
+        public enum Status: String, Encodable, Hashable, Sendable {
             case stored, updated, alreadyStored = "already-stored", wouldStore = "would-store",
                  wouldUpdate = "would-update", rejected, notStored = "not-stored", warning, note,
                  pluginOffered = "plugin-offered", pluginStored = "plugin-stored", pluginNotStored = "plugin-not-stored"
         }
-        let line: Int?
-        let entry: Int?
-        let status: Status
-        let id: String?
-        let transport: String?
-        /// The bridge line, scrubbed unless `--unsafe-logging`.
-        let bridge: String?
-        let code: String?
-        let word: Int?
-        let message: String?
+        public let line: Int?
+        public let entry: Int?
+        public let status: Status
+        public let id: String?
+        public let transport: String?
+        /// The bridge line, scrubbed unless the policy is unsafe.
+        public let bridge: String?
+        public let code: String?
+        public let word: Int?
+        public let message: String?
         /// For a plugin line: the command that stores it.
-        let command: String?
+        public let command: String?
 
         init(location: PasteLocation?, status: Status, id: BridgeID? = nil, line bridgeLine: BridgeLine? = nil,
              policy: LoggingPolicy, code: BridgeConfigError.Code? = nil, word: Int? = nil, message: String? = nil,
@@ -54,12 +65,13 @@ struct PasteImport {
             return message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
         }
 
-        var locationText: String {
+        public var locationText: String {
             guard let line else { return "input" }
             return entry.map { "entry \($0)" } ?? "line \(line)"
         }
 
-        var text: String {
+        /// The entry as a sentence for people ("line 2: stored as 1a2b3c: obfs4 [scrubbed] ...").
+        public var text: String {
             let shownBridge = bridge.map { ": \($0)" } ?? ""
             switch status {
             case .stored: return "\(locationText): stored as \(id ?? "?")\(shownBridge)"
@@ -90,27 +102,37 @@ struct PasteImport {
         }
     }
 
-    struct Counts: Encodable {
-        var stored = 0, updated = 0, alreadyStored = 0, rejected = 0
+    public struct Counts: Encodable, Hashable, Sendable {
+        public var stored = 0, updated = 0, alreadyStored = 0, rejected = 0
         /// Valid lines that could not be stored (the list is full).
-        var notStored = 0
-        /// Valid lines held back because of `--all-or-nothing`.
-        var heldBack = 0
-        /// `ClientTransportPlugin ... exec` lines: offered (not stored) and stored (--accept-plugins).
-        var pluginsOffered = 0, pluginsStored = 0
+        public var notStored = 0
+        /// Valid lines held back because of `allOrNothing`.
+        public var heldBack = 0
+        /// `ClientTransportPlugin ... exec` lines: offered (not stored) and stored (`acceptPlugins`).
+        public var pluginsOffered = 0, pluginsStored = 0
     }
 
-    struct Report: Encodable {
-        let source: String
-        let dryRun: Bool
-        let allOrNothing: Bool
+    public struct Report: Encodable, Hashable, Sendable {
+        /// For messages: "the arguments", "standard input" or a file path.
+        public let source: String
+        public let dryRun: Bool
+        public let allOrNothing: Bool
         /// Whether the store was changed.
-        let changed: Bool
-        /// Whether bridge lines are shown scrubbed (no `--unsafe-logging`).
-        let scrubbed: Bool
-        let counts: Counts
-        let items: [Item]
-        let summary: String
+        public let changed: Bool
+        /// Whether bridge lines are shown scrubbed (the policy is safe).
+        public let scrubbed: Bool
+        public let counts: Counts
+        public let items: [Item]
+        public let summary: String
+        /// The paste held no bridge line and no plugin line at all.
+        public let foundNothing: Bool
+
+        /// Nothing found, or a line was rejected or could not be stored (the CLI exits 1).
+        public var failed: Bool { foundNothing || counts.rejected > 0 || counts.notStored > 0 }
+
+        private enum CodingKeys: String, CodingKey {
+            case source, dryRun, allOrNothing, changed, scrubbed, counts, items, summary
+        }
     }
 
     private enum Outcome {
@@ -119,17 +141,20 @@ struct PasteImport {
 
     private struct AllOrNothingAbort: Error {}
 
-    func run(text: String) throws -> Int32 {
-        let policy = invocation.loggingPolicy
-        let paste = BridgePaste.parse(text, rules: Transports.argumentRules, logging: policy)
-        let store = try invocation.bridgeStore()
-        let acceptPlugins = invocation.arguments.flag("accept-plugins") && !dryRun
+    /// Parses `text` as a paste (``BridgePaste``) and stores what it may in `store`, under one lock.
+    /// Throws only when the store cannot be read or written.
+    public static func run(_ text: String, source: String, into store: BridgeStore, options: Options) throws -> Report {
+        let policy = options.policy
+        let dryRun = options.dryRun
+        let allOrNothing = options.allOrNothing
+        let paste = BridgePaste.parse(text, rules: store.rules, logging: policy)
+        let acceptPlugins = options.acceptPlugins && !dryRun
         var pluginOutcomes: [BridgeConfigError?] = []
         func applyPlugins(to configuration: inout BridgeConfiguration) {
             guard acceptPlugins else { return }
             pluginOutcomes = paste.pluginOffers.map { offer -> BridgeConfigError? in
                 do throws(BridgeConfigError) {
-                    try PluginCheck.executable(offer.plugin.executable)
+                    try TransportPlugin.checkExecutable(offer.plugin.executable)
                     try configuration.addPlugin(offer.plugin)
                     return nil
                 } catch {
@@ -239,23 +264,17 @@ struct PasteImport {
 
         let changed = !dryRun && !aborted && (counts.stored + counts.updated + counts.pluginsStored) > 0
         let foundNothing = paste.isEmpty && paste.pluginOffers.isEmpty
-        var summary = summaryLine(counts: counts, aborted: aborted, foundNothing: foundNothing)
+        var summary = summaryLine(counts: counts, source: source, dryRun: dryRun, aborted: aborted, foundNothing: foundNothing)
         if counts.pluginsStored > 0 { summary += "; stored \(plural(counts.pluginsStored, "plugin"))" }
         if counts.pluginsOffered > 0 { summary += "; \(plural(counts.pluginsOffered, "plugin")) offered, not stored" }
-        let failed = foundNothing || counts.rejected > 0 || counts.notStored > 0
-        if invocation.json {
-            try invocation.output.json(Report(source: sourceName, dryRun: dryRun, allOrNothing: allOrNothing, changed: changed,
-                                              scrubbed: !policy.unsafeLogging, counts: counts, items: items, summary: summary))
-        } else {
-            invocation.output.print((items.map(\.text) + [summary]).joined(separator: "\n"))
-        }
-        return failed ? 1 : 0
+        return Report(source: source, dryRun: dryRun, allOrNothing: allOrNothing, changed: changed, scrubbed: !policy.unsafeLogging,
+                      counts: counts, items: items, summary: summary, foundNothing: foundNothing)
     }
 
-    private func summaryLine(counts: Counts, aborted: Bool, foundNothing: Bool) -> String {
-        if foundNothing { return "no bridge lines found in \(sourceName); nothing stored" }
+    private static func summaryLine(counts: Counts, source: String, dryRun: Bool, aborted: Bool, foundNothing: Bool) -> String {
+        if foundNothing { return "no bridge lines found in \(source); nothing stored" }
         if counts.stored + counts.updated + counts.alreadyStored + counts.rejected + counts.notStored + counts.heldBack == 0 {
-            return "no bridge lines found in \(sourceName)"
+            return "no bridge lines found in \(source)"
         }
         var parts: [String] = []
         if aborted {
@@ -271,5 +290,9 @@ struct PasteImport {
         if counts.rejected > 0 { parts.append("\(plural(counts.rejected, "line")) rejected") }
         if counts.notStored > 0 { parts.append("\(plural(counts.notStored, "line")) could not be stored") }
         return parts.joined(separator: "; ")
+    }
+
+    private static func plural(_ count: Int, _ singular: String) -> String {
+        "\(count) \(count == 1 ? singular : singular + "s")"
     }
 }
