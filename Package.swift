@@ -49,14 +49,14 @@ let package = Package(
                 resources: [.copy("Resources/builtin-bridges.json")]),
         // Bridge lines as a QR code (the JSON array bridges.torproject.org shares), for an app or the CLI.
         .target(name: "BridgeQR", dependencies: ["PosternSystem", "BridgeConfig", "CQREncode"], path: "Sources/BridgeQR"),
-        .target(name: "TransportBase", dependencies: ["PosternSystem", "BridgeConfig", "CEpoll", "CSpawn"], path: "Sources/Transports/Base"),
+        .target(name: "TransportBase", dependencies: ["PosternSystem", "BridgeConfig", "CEpoll", "CSpawn"], path: "Sources/Transports/TransportBase"),
         .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "CSodium"],
-                path: "Sources/Transports/obfs4"),
+                path: "Sources/Transports/Obfs4Transport"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
         .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
-                path: "Sources/Transports/snowflake"),
+                path: "Sources/Transports/SnowflakeTransport"),
         // The webtunnel client: TLS (COpenSSL) and an HTTP/1.1 upgrade, then tor's bytes unframed.
-        .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "COpenSSL"], path: "Sources/Transports/webtunnel"),
+        .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "COpenSSL"], path: "Sources/Transports/WebtunnelTransport"),
         // libnice, GLib/GObject and usrsctp opened with dlopen on the first snowflake connection
         // (CNice and CUsrsctp declare them but link nothing), so other routes never map them.
         .target(name: "CSnowflakeLibraries", dependencies: ["CNice"], path: "Sources/CSnowflakeLibraries"),
@@ -68,17 +68,17 @@ let package = Package(
         // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
         .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
         .target(name: "PosternCore", dependencies: ["PosternSystem", "PosternCrypto", "CTor", "CSodium", "BridgeConfig", "TransportBase"],
-                path: "Sources/Core"),
+                path: "Sources/PosternCore"),
         // The session an app embeds (settings, transports, connection assist,
         // live SETCONF, status), the bridge health check.
         .target(name: "PosternRuntime", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport",
                                                        "SnowflakeTransport", "WebtunnelTransport"],
-                path: "Sources/Runtime"),
+                path: "Sources/PosternRuntime"),
         // The app layer on top of the session: HTTP(S) and WebSocket through
         // its SOCKS port (libcurl), Nostr relays and NIP-17, the geo relay directory.
         .target(name: "PosternAppLayer", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternRuntime", "BridgeConfig", "TransportBase",
                                                         "CCurl", "CSecp256k1", "CSodium"],
-                path: "Sources/AppLayer"),
+                path: "Sources/PosternAppLayer"),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
         // The A/B trial runner: child `postern run`s, the probe download, harness errors kept apart,

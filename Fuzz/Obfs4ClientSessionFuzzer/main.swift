@@ -2,7 +2,7 @@
 // read sizes), then the data phase's frame decoder on the bytes after the MAC, with fuzzer-chosen
 // frames and one optional flipped bit. Every input pays the client's key agreement, so this target
 // is slower than Obfs4ClientHandshakeFuzzer, which fuzzes arbitrary replies.
-// The harness is `package` API next to the internal types: Sources/Transports/obfs4/ClientHandshakeFuzzHarness.swift.
+// The harness is `package` API next to the internal types: Sources/Transports/Obfs4Transport/ClientHandshakeFuzzHarness.swift.
 import FuzzSupport
 import Obfs4Transport
 

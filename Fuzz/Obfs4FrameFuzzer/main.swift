@@ -1,6 +1,6 @@
 // obfs4 data-phase frame decoder. The harness (a little program that builds a stream from
 // well-formed frames, sealed malformed packets, garbage and bit flips) lives next to the decoder as
-// `package` API, because the framing types are internal: Sources/Transports/obfs4/FrameFuzzHarness.swift.
+// `package` API, because the framing types are internal: Sources/Transports/Obfs4Transport/FrameFuzzHarness.swift.
 import FuzzSupport
 import Obfs4Transport
 
