@@ -14,34 +14,48 @@ import WebtunnelTransport
 /// used only where asked for by name (an A/B route `plugin:obfs4` runs its child with the plugin
 /// marked as replacing).
 public enum Transports {
-    /// The names Postern implements itself.
-    public static let builtinNames: [String] = ["obfs4", "snowflake", "webtunnel"]
+    /// One transport Postern implements: its bridge-line rules (which its module also runs at dial
+    /// time) and how to make it, with its default waits (nil) or every wait shortened to one
+    /// handshake timeout (health checks that must flag a silent bridge quickly).
+    public struct Builtin: Sendable {
+        public let rules: any BridgeArgumentRules
+        public let make: @Sendable (_ handshakeTimeout: Duration?) -> any PluggableTransport
+    }
 
-    /// The argument rules bridge lines are checked with, one line per transport: each transport's
-    /// module states its own (and uses them again at dial time). Every parse of a bridge line, a
-    /// paste or the store goes through this rulebook; a transport missing here is accepted with an
+    /// Postern's own transports, one line each: adding a transport is its module and one line here.
+    public static let builtins: [Builtin] = [
+        Builtin(rules: Obfs4ArgumentRules()) { handshake in
+            handshake.map { Obfs4Transport(connectTimeout: $0, handshakeTimeout: $0, retryForOldBridges: true) } ?? Obfs4Transport()
+        },
+        Builtin(rules: SnowflakeArgumentRules()) { handshake in
+            handshake.map { SnowflakeTransport(proxyPatience: $0 * 2, waitsForDataChannel: true) } ?? SnowflakeTransport()
+        },
+        Builtin(rules: WebtunnelArgumentRules()) { handshake in
+            handshake.map { WebtunnelTransport(connectTimeout: $0, resolveTimeout: $0, handshakeTimeout: $0) } ?? WebtunnelTransport()
+        },
+    ]
+
+    /// The names Postern implements itself.
+    public static let builtinNames: [String] = builtins.map(\.rules.transport.rawValue)
+
+    /// The argument rules bridge lines are checked with: each built-in transport's own, and the
+    /// rules of transports that only ever run as plugins. Every parse of a bridge line, a paste or
+    /// the store goes through this rulebook; a transport missing here is accepted with an
     /// `unknownTransport` warning and its arguments are not checked.
-    public static let argumentRules = BridgeArgumentRulebook([
-        Obfs4ArgumentRules(),
-        SnowflakeArgumentRules(),
-        WebtunnelArgumentRules(),
+    public static let argumentRules = BridgeArgumentRulebook(builtins.map(\.rules) + [
         // Plugin-only (no Postern module), so its rules live in BridgeConfig.
         MeekLiteArgumentRules(),
     ])
 
     public static func registry(plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
-        try assemble(own: [Obfs4Transport(), SnowflakeTransport(), WebtunnelTransport()], plugins: plugins, stateLocation: stateLocation,
-                     dialTimeout: .seconds(60))
+        try assemble(own: builtins.map { $0.make(nil) }, plugins: plugins, stateLocation: stateLocation, dialTimeout: .seconds(60))
     }
 
     /// The same transports with their waits shortened to `handshakeTimeout`, for health checks
     /// that must flag a silent bridge quickly (`postern bridges test`).
     public static func registry(handshakeTimeout: Duration, plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
-        try assemble(own: [Obfs4Transport(connectTimeout: handshakeTimeout, handshakeTimeout: handshakeTimeout, retryForOldBridges: true),
-                           SnowflakeTransport(proxyPatience: handshakeTimeout * 2, waitsForDataChannel: true),
-                           WebtunnelTransport(connectTimeout: handshakeTimeout, resolveTimeout: handshakeTimeout,
-                                              handshakeTimeout: handshakeTimeout)],
-                     plugins: plugins, stateLocation: stateLocation, dialTimeout: handshakeTimeout * 2)
+        try assemble(own: builtins.map { $0.make(handshakeTimeout) }, plugins: plugins, stateLocation: stateLocation,
+                     dialTimeout: handshakeTimeout * 2)
     }
 
     /// The plugins that serve `name` in a registry built from `plugins` (for messages and `ab`).
