@@ -252,17 +252,18 @@ public struct ABResult: Codable, Sendable {
 
         static func largeEnough(figure: FigureName, _ a: Double, _ b: Double) -> Bool {
             let difference = abs(a - b)
-            let better = figure.higherIsBetter ? max(a, b) : min(a, b)
-            guard better > 0 else { return difference > 0 }
-            let relative = difference / better
+            guard let relative = relative(figure: figure, a, b) else { return difference > 0 }
             return relative >= meaningfulRelativeDifference && (figure.higherIsBetter || difference >= meaningfulSeconds)
         }
 
-        /// |difference| over the better median (0.1 = 10 %).
-        public var relativeDifference: Double? {
-            let better = figure.higherIsBetter ? max(firstMedian, secondMedian) : min(firstMedian, secondMedian)
-            return better > 0 ? abs(firstMedian - secondMedian) / better : nil
+        /// |a − b| over the better of the two (0.1 = 10 %); nil when the better one is 0.
+        static func relative(figure: FigureName, _ a: Double, _ b: Double) -> Double? {
+            let better = figure.higherIsBetter ? max(a, b) : min(a, b)
+            return better > 0 ? abs(a - b) / better : nil
         }
+
+        /// |difference| over the better median (0.1 = 10 %).
+        public var relativeDifference: Double? { Self.relative(figure: figure, firstMedian, secondMedian) }
 
         /// The better of the two on this figure (by median; whether it is chance is `significant`).
         public var better: String {
