@@ -75,7 +75,7 @@ extension Command {
                 return 0
             }
             let formatter = ISO8601DateFormatter()
-            invocation.output.print(Table.render(header: ["ID", "STARTED", "TRIALS", "RESULTS", "BEST"], rows: runs.map { run in
+            invocation.output.print(PlainText.table(header: ["ID", "STARTED", "TRIALS", "RESULTS", "BEST"], rows: runs.map { run in
                 [run.id, formatter.string(from: run.startedAt), String(run.trialsPerRoute),
                  run.summaries.map { "\($0.route) \($0.successes)/\($0.trials)" }.joined(separator: ", "),
                  run.best ?? "-"]
@@ -159,10 +159,10 @@ enum ABRendering {
             let series = result.trials.filter { $0.route == summary.route }.map(\.bootstrapSeconds)
             return row(summary) + [Sparkline.render(series, minimum: allTimes.min(), maximum: allTimes.max())]
         }
-        var text = Table.render(header: header + ["100% BY TRIAL"], rows: rows)
+        var text = PlainText.table(header: header + ["100% BY TRIAL"], rows: rows)
         if !result.harnessErrors.isEmpty {
             text += "\n\nharness errors (not the routes' doing; counted for no route):\n"
-            text += Table.render(header: ["TRIAL", "ROUTE", "TRY", "CODE", "THEN", "WHAT HAPPENED"], rows: result.harnessErrors.map { error in
+            text += PlainText.table(header: ["TRIAL", "ROUTE", "TRY", "CODE", "THEN", "WHAT HAPPENED"], rows: result.harnessErrors.map { error in
                 [String(error.trial), error.route, String(error.attemptTry), error.code.rawValue, error.retried ? "retried" : "given up",
                  error.message]
             })
@@ -176,7 +176,7 @@ enum ABRendering {
             rows += network.summaries.map { [network.label] + row($0) }
         }
         rows += merged.pooled.map { ["pooled"] + row($0) }
-        return Table.render(header: ["NETWORK"] + header, rows: rows)
+        return PlainText.table(header: ["NETWORK"] + header, rows: rows)
     }
 }
 

@@ -1,3 +1,4 @@
+import PosternSystem
 import BridgeConfig
 import BridgeQR
 import Foundation
@@ -108,7 +109,7 @@ extension Command {
             } else {
                 let enabled = configuration.bridges.filter(\.isEnabled).count
                 invocation.output.print(BridgeListing.table(configuration.bridges, policy: policy))
-                invocation.output.print("\(plural(configuration.bridges.count, "bridge")), \(enabled) on")
+                invocation.output.print("\(PlainText.counted(configuration.bridges.count, "bridge")), \(enabled) on")
             }
             return 0
         })
@@ -220,7 +221,7 @@ extension Command {
                 do throws(QRCodeError) {
                     invocation.output.print(try QRCode(bridgeLines: bridges.map(\.line)).terminalText())
                 } catch where error.code == .tooLarge {
-                    throw CommandFailure("\(plural(bridges.count, "bridge")) do not fit in one QR code (\(error.message)); export fewer by giving their IDs")
+                    throw CommandFailure("\(PlainText.counted(bridges.count, "bridge")) do not fit in one QR code (\(error.message)); export fewer by giving their IDs")
                 } catch {
                     throw CommandFailure("cannot make the QR code: \(error.message)")
                 }
@@ -279,9 +280,9 @@ extension Command {
                                                    recommendedDefault: builtins.recommendedDefault?.rawValue,
                                                    bridges: entries, scrubbed: !policy.unsafeLogging))
             } else {
-                invocation.output.print(Table.render(header: ["TRANSPORT", "GROUP", "BRIDGE"],
+                invocation.output.print(PlainText.table(header: ["TRANSPORT", "GROUP", "BRIDGE"],
                                                      rows: entries.map { [$0.transport, $0.group, $0.line] }))
-                invocation.output.print("\(plural(entries.count, "built-in bridge")); source: \(builtins.source)")
+                invocation.output.print("\(PlainText.counted(entries.count, "built-in bridge")); source: \(builtins.source)")
             }
             return 0
         })

@@ -1,3 +1,4 @@
+import PosternSystem
 import BridgeConfig
 import Foundation
 import PosternRuntime
@@ -79,7 +80,7 @@ struct BridgesTestCommand {
             // per transport at the start, not a skipped row per bridge.
             let split = BridgeHealthCheck(registry: registry, timeout: timeout).splitUntestable(candidates)
             for (transport, count) in split.untestable {
-                invocation.output.error("note: \(plural(count, "built-in \(transport) bridge")) not tested: this build has no \(transport) client")
+                invocation.output.error("note: \(PlainText.counted(count, "built-in \(transport) bridge")) not tested: this build has no \(transport) client")
             }
             candidates = split.testable
         }
@@ -135,8 +136,8 @@ struct BridgesTestCommand {
                 row += [health.alive ? "alive" : "DEAD: \(health.reason ?? "?")", health.bridge]
                 return row
             }
-            output.print(Table.render(header: header, rows: rows))
-            output.print("\(plural(results.count, "bridge")) tested in \(String(format: "%.1f", elapsed)) s: \(results.count - dead) alive, \(dead) dead")
+            output.print(PlainText.table(header: header, rows: rows))
+            output.print("\(PlainText.counted(results.count, "bridge")) tested in \(String(format: "%.1f", elapsed)) s: \(results.count - dead) alive, \(dead) dead")
         }
         return dead > 0 ? 1 : 0
     }

@@ -1,3 +1,4 @@
+import PosternSystem
 import Foundation
 import PosternAppLayer
 import PosternCore
@@ -112,7 +113,7 @@ struct GeoCommand {
             struct Listing: Encodable { let url: String; let latitude: Double; let longitude: Double }
             try invocation.output.json(relays.map { Listing(url: $0.url, latitude: $0.latitude, longitude: $0.longitude) })
         } else {
-            invocation.output.print(Table.render(header: ["RELAY", "LATITUDE", "LONGITUDE"],
+            invocation.output.print(PlainText.table(header: ["RELAY", "LATITUDE", "LONGITUDE"],
                                                  rows: relays.map { [$0.url, String($0.latitude), String($0.longitude)] }))
         }
         return 0

@@ -1,3 +1,4 @@
+import PosternSystem
 import BridgeConfig
 import Foundation
 
@@ -26,7 +27,7 @@ extension Command {
                                                    maximumCustom: NostrRelayURL.maximumCustom))
             } else {
                 let rows = NostrRelayURL.builtin.map { [$0.rawValue, "built-in"] } + configuration.customRelays.map { [$0.rawValue, "custom"] }
-                invocation.output.print(Table.render(header: ["RELAY", "KIND"], rows: rows))
+                invocation.output.print(PlainText.table(header: ["RELAY", "KIND"], rows: rows))
                 invocation.output.print("\(NostrRelayURL.builtin.count) built-in, \(configuration.customRelays.count) custom (up to \(NostrRelayURL.maximumCustom) custom)")
             }
             return 0
@@ -72,7 +73,7 @@ extension Command {
             }
         }
         let succeeded = inputs.count - failures
-        var summary = "\(verb) \(plural(succeeded, "relay"))"
+        var summary = "\(verb) \(PlainText.counted(succeeded, "relay"))"
         if failures > 0 { summary += "; \(failures) not \(verb)" }
         invocation.output.print((lines + [summary]).joined(separator: "\n"))
         return failures > 0 ? 1 : 0

@@ -1,3 +1,4 @@
+import PosternSystem
 import BridgeConfig
 import Foundation
 import PosternRuntime
@@ -81,10 +82,6 @@ struct BridgeListing: Encodable {
             let listing = BridgeListing(bridge, policy: policy)
             return [listing.id, listing.enabled ? "on" : "off", listing.transport, listing.line]
         }
-        return Table.render(header: ["ID", "STATE", "TRANSPORT", "BRIDGE"], rows: rows)
+        return PlainText.table(header: ["ID", "STATE", "TRANSPORT", "BRIDGE"], rows: rows)
     }
-}
-
-func plural(_ count: Int, _ singular: String, _ pluralForm: String? = nil) -> String {
-    "\(count) \(count == 1 ? singular : pluralForm ?? singular + "s")"
 }

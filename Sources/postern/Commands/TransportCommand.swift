@@ -1,3 +1,4 @@
+import PosternSystem
 import BridgeConfig
 import Foundation
 import PosternCore
@@ -80,7 +81,7 @@ extension Command {
             let transport = selection.transport!
             let enabled = configuration.enabledBridges(of: transport).count
             if enabled > 0 {
-                lines.append("uses your \(plural(enabled, "enabled \(transport.description(policy: policy)) bridge"))")
+                lines.append("uses your \(PlainText.counted(enabled, "enabled \(transport.description(policy: policy)) bridge"))")
             } else if let builtins = try? BuiltinBridges.bundled(rules: Transports.argumentRules), !builtins.lines(for: transport).isEmpty {
                 lines.append("you have no enabled \(transport.description(policy: policy)) bridges; Postern uses the \(builtins.lines(for: transport).count) built-in ones")
             } else {

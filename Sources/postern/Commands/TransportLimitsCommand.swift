@@ -1,3 +1,4 @@
+import PosternSystem
 import PosternRuntime
 import BridgeConfig
 import Foundation
@@ -35,7 +36,7 @@ extension Command {
                 [kind, "\(limits(kind).ceiling.seconds.formatted()) s", "\(limits(kind).noProgressWindow.seconds.formatted()) s",
                  table.overrides[kind] == nil ? "default" : "setting"]
             }
-            invocation.output.print(Table.render(header: ["ROUTE", "CEILING", "NO-PROGRESS", "SOURCE"], rows: rows))
+            invocation.output.print(PlainText.table(header: ["ROUTE", "CEILING", "NO-PROGRESS", "SOURCE"], rows: rows))
             return 0
         })
 

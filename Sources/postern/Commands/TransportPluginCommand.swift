@@ -1,3 +1,4 @@
+import PosternSystem
 import PosternRuntime
 import BridgeConfig
 import Foundation
@@ -112,7 +113,7 @@ extension Command {
             invocation.output.print("no plugins (add one with 'postern transport plugin add obfs4 /usr/bin/obfs4proxy')")
             return 0
         }
-        invocation.output.print(Table.render(header: ["NAMES", "USED FOR", "COMMAND"], rows: plugins.map { plugin in
+        invocation.output.print(PlainText.table(header: ["NAMES", "USED FOR", "COMMAND"], rows: plugins.map { plugin in
             [plugin.names.map(\.rawValue).joined(separator: ","), plugin.routes(builtinNames: Transports.builtinNames).joined(separator: ","),
              ([plugin.executable] + plugin.arguments).map(TransportPlugin.shellQuoted).joined(separator: " ")]
         }))
