@@ -103,7 +103,7 @@ let package = Package(
         .testTarget(name: "WebtunnelTests", dependencies: ["BridgeConfig", "WebtunnelTransport", "TransportBase", "TransportTestSupport"], path: "Tests/WebtunnelTests"),
         .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TransportBase", "PosternTestSupport"], path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "CoreTests", dependencies: ["PosternCrypto", "PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
+        .testTarget(name: "CoreTests", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
                     exclude: ["Vectors"]),
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),

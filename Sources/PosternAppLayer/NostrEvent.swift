@@ -1,3 +1,4 @@
+import PosternSystem
 import PosternCrypto
 import Foundation
 import PosternCore
@@ -86,21 +87,14 @@ enum NostrJSON {
     /// NIP-01 string escaping: \" \\ \n \r \t \b \f; other control characters as \u00XX; the rest
     /// verbatim (no escaped slashes, no \u for non-ASCII).
     static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
+        QuotedText.quoted(text) { scalar in
             switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
-            default: out.unicodeScalars.append(scalar)
+            case "\u{08}": "\\b"
+            case "\u{0C}": "\\f"
+            case let control where control.value < 0x20: QuotedText.jsonUnicodeEscape(control)
+            default: nil
             }
         }
-        return out + "\""
     }
 }
 

@@ -1,3 +1,4 @@
+import PosternSystem
 /// Tor control protocol replies (control-spec §2.3, §2.4).
 ///
 ///     Reply     = *(MidReplyLine / DataReplyLine) EndReplyLine
@@ -121,18 +122,7 @@ public struct ControlReplyParser: Sendable {
 public enum ControlSyntax {
     /// A control-protocol QuotedString: backslash, quote and control characters escaped.
     public static func quoted(_ value: String) -> String {
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        QuotedText.quoted(value)
     }
 
     /// Splits `WORD KEY=VALUE KEY="quoted value"` into positional words and keyword arguments.

@@ -1,3 +1,4 @@
+import PosternSystem
 import Foundation
 
 // Client–broker messages, protocol "1.0" (common/messages/client.go upstream).
@@ -248,27 +249,13 @@ public enum AMPEncoding {
 
 /// A Swift string as Go's encoding/json writes it (HTML-safe escaping, Go 1.19 rules).
 func goJSONString(_ string: String) -> String {
-    let hex: [Character] = Array("0123456789abcdef")
-    var out = "\""
-    for scalar in string.unicodeScalars {
+    QuotedText.quoted(string) { scalar in
         switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        case "<", ">", "&", "\u{2028}", "\u{2029}":
-            let v = scalar.value
-            out += "\\u" + String([hex[Int(v >> 12 & 0xf)], hex[Int(v >> 8 & 0xf)], hex[Int(v >> 4 & 0xf)], hex[Int(v & 0xf)]])
-        default:
-            if scalar.value < 0x20 {
-                out += "\\u00" + String([hex[Int(scalar.value >> 4)], hex[Int(scalar.value & 0xf)]])
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
+        case "<", ">", "&", "\u{2028}", "\u{2029}": QuotedText.jsonUnicodeEscape(scalar)
+        case let control where control.value < 0x20: QuotedText.jsonUnicodeEscape(control)
+        default: nil
         }
     }
-    return out + "\""
 }
 
 func base64URLNoPadding(_ bytes: [UInt8]) -> String {

@@ -122,18 +122,7 @@ public enum ManagedClientProxy {
 
     /// A double-quoted C-style string (pt-spec §4.2), 7-bit ASCII only.
     static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default: out.unicodeScalars.append(scalar.isASCII && scalar.value >= 0x20 && scalar.value != 0x7F ? scalar : "?")
-            }
-        }
-        return out + "\""
+        QuotedText.quoted(text) { scalar in scalar.isASCII && scalar.value >= 0x20 && scalar.value != 0x7F ? nil : "?" }
     }
 
     /// Free text for CMETHOD-ERROR: one line, 7-bit ASCII.

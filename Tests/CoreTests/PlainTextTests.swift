@@ -1,0 +1,35 @@
+import PosternSystem
+import Testing
+
+/// PosternSystem's text helpers: the tables and counts the libraries' text forms use, and the one
+/// quoting routine behind four protocols' rules.
+@Suite struct PlainTextTests {
+    @Test func tableColumnsArePaddedToTheWidestCellAndTheLastIsRagged() {
+        let text = PlainText.table(header: ["ID", "STATE", "BRIDGE"], rows: [["a1b2c3", "on", "obfs4 [scrubbed]"], ["d4", "off", "x"]])
+        #expect(text == """
+        ID      STATE  BRIDGE
+        a1b2c3  on     obfs4 [scrubbed]
+        d4      off    x
+        """)
+        #expect(PlainText.table(header: ["ONLY"], rows: []) == "ONLY")
+    }
+
+    @Test func countsNameTheirNounInTheRightNumber() {
+        #expect(PlainText.counted(1, "bridge") == "1 bridge")
+        #expect(PlainText.counted(0, "bridge") == "0 bridges")
+        #expect(PlainText.counted(3, "proxy", "proxies") == "3 proxies")
+        #expect(PlainText.leftPadded("7", to: 3) == "  7")
+        #expect(PlainText.leftPadded("1234", to: 3) == "1234")
+    }
+
+    @Test func theCommonEscapesAndEachProtocolsOwnRule() {
+        #expect(QuotedText.quoted("a\"b\\c\nd\re\tf") == #""a\"b\\c\nd\re\tf""#)
+        // Without a rule of its own every other scalar is kept (tor's control protocol).
+        #expect(QuotedText.quoted("é\u{01}") == "\"é\u{01}\"")
+        // A rule sees only what the common escapes leave.
+        #expect(QuotedText.quoted("\n<x>") { $0 == "<" || $0 == ">" ? "?" : nil } == #""\n?x?""#)
+        #expect(QuotedText.jsonUnicodeEscape("\u{01}") == #"\u0001"#)
+        #expect(QuotedText.jsonUnicodeEscape("<") == #"\u003c"#)
+        #expect(QuotedText.jsonUnicodeEscape("\u{2028}") == #"\u2028"#)
+    }
+}
