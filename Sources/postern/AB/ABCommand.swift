@@ -57,29 +57,14 @@ extension Command {
             try invocation.requireNoPositionals()
             let runs = TrialHistory(stateDirectory: invocation.paths.stateDirectory).load()
             if invocation.json {
-                struct Entry: Encodable {
-                    let id: String; let startedAt: Date; let routes: [String]; let trialsPerRoute: Int
-                    let successes: [String: Int]; let verdict: [String]; let directory: String
-                }
-                let encoder = ABResult.encoder()
-                let entries = runs.map { run in
-                    Entry(id: run.id, startedAt: run.startedAt, routes: run.routes, trialsPerRoute: run.trialsPerRoute,
-                          successes: Dictionary(uniqueKeysWithValues: run.summaries.map { ($0.route, $0.successes) }),
-                          verdict: run.verdict, directory: run.directory)
-                }
-                invocation.output.print(String(decoding: try encoder.encode(entries), as: UTF8.self))
+                invocation.output.print(String(decoding: try ABResult.encoder().encode(runs.map(TrialHistory.Entry.init)), as: UTF8.self))
                 return 0
             }
             guard !runs.isEmpty else {
                 invocation.output.print("no A/B runs yet (start one with 'postern ab obfs4 snowflake')")
                 return 0
             }
-            let formatter = ISO8601DateFormatter()
-            invocation.output.print(PlainText.table(header: ["ID", "STARTED", "TRIALS", "RESULTS", "BEST"], rows: runs.map { run in
-                [run.id, formatter.string(from: run.startedAt), String(run.trialsPerRoute),
-                 run.summaries.map { "\($0.route) \($0.successes)/\($0.trials)" }.joined(separator: ", "),
-                 run.best ?? "-"]
-            }))
+            invocation.output.print(TrialHistory.textTable(runs))
             return 0
         })
 }
@@ -98,7 +83,7 @@ extension Command {
             do { result = try TrialHistory.loadRun(at: directory) } catch { throw CommandFailure("\(error)") }
             let target = invocation.arguments.value("output").map { URL(fileURLWithPath: $0) } ?? directory.appendingPathComponent("report.html")
             do throws(TrialError) { try TrialHistory.writeAtomically(Data(ABReport.html(result).utf8), to: target) } catch { throw CommandFailure(error.message) }
-            invocation.output.print(ABRendering.table(result))
+            invocation.output.print(result.textTable)
             invocation.output.print("report: \(target.path)")
             return 0
         })
@@ -116,68 +101,18 @@ extension Command {
         run: { invocation in
             let positionals = invocation.arguments.positionals
             guard !positionals.isEmpty else { throw invocation.usageError("give the runs to merge: directories or ids ('postern ab history')") }
-            let history = TrialHistory(stateDirectory: invocation.paths.stateDirectory)
-            var results: [ABResult] = []
-            for text in positionals {
-                do { results.append(try TrialHistory.loadRun(at: history.runDirectory(text))) } catch {
-                    throw CommandFailure("\(error)")
-                }
+            let results: [ABResult]
+            do { results = try TrialHistory(stateDirectory: invocation.paths.stateDirectory).loadRuns(positionals) } catch {
+                throw CommandFailure("\(error)")
             }
             let merged = MergedRuns.merge(results)
             if invocation.json {
                 invocation.output.print(String(decoding: try ABResult.encoder().encode(merged), as: UTF8.self))
                 return 0
             }
-            invocation.output.print(ABRendering.mergedTable(merged))
-            invocation.output.print("")
-            for line in merged.verdict { invocation.output.print(line) }
+            invocation.output.print(merged.textReport)
             return 0
         })
-}
-
-/// The terminal renderings of results (the library gives the data, JSON, CSV, SVG and HTML).
-enum ABRendering {
-    static func pair(_ figure: ABResult.Figure, scale: Double = 1) -> String {
-        guard let median = figure.median, let p90 = figure.p90 else { return "-" }
-        return String(format: "%.2f / %.2f", median / scale, p90 / scale)
-    }
-
-    static let header = ["ROUTE", "OK", "RATE", "BROKE AFTER 100%", "HARNESS ERR", "FIRST BYTE s (med/p90)", "100% s (med/p90)",
-                         "PROBE TTFB s (med/p90)", "MiB/s (med/p90)"]
-
-    static func row(_ summary: ABResult.RouteSummary) -> [String] {
-        [summary.route, "\(summary.successes)/\(summary.trials)", String(format: "%.0f%%", summary.successRate * 100),
-         "\(summary.failedAfterBootstrap)/\(summary.reachedBootstrap)", String(summary.harnessErrors), pair(summary.firstByte),
-         pair(summary.bootstrap), pair(summary.probeFirstByte), pair(summary.throughput, scale: 1_048_576)]
-    }
-
-    /// The per-route table with a sparkline of time to 100% in trial order (· = no 100%), all
-    /// routes on one scale; then the harness errors, apart.
-    static func table(_ result: ABResult) -> String {
-        let allTimes = result.trials.compactMap(\.bootstrapSeconds)
-        let rows = result.summaries.map { summary -> [String] in
-            let series = result.trials.filter { $0.route == summary.route }.map(\.bootstrapSeconds)
-            return row(summary) + [Sparkline.render(series, minimum: allTimes.min(), maximum: allTimes.max())]
-        }
-        var text = PlainText.table(header: header + ["100% BY TRIAL"], rows: rows)
-        if !result.harnessErrors.isEmpty {
-            text += "\n\nharness errors (not the routes' doing; counted for no route):\n"
-            text += PlainText.table(header: ["TRIAL", "ROUTE", "TRY", "CODE", "THEN", "WHAT HAPPENED"], rows: result.harnessErrors.map { error in
-                [String(error.trial), error.route, String(error.attemptTry), error.code.rawValue, error.retried ? "retried" : "given up",
-                 error.message]
-            })
-        }
-        return text
-    }
-
-    static func mergedTable(_ merged: MergedRuns) -> String {
-        var rows: [[String]] = []
-        for network in merged.networks {
-            rows += network.summaries.map { [network.label] + row($0) }
-        }
-        rows += merged.pooled.map { ["pooled"] + row($0) }
-        return PlainText.table(header: ["NETWORK"] + header, rows: rows)
-    }
 }
 
 /// One `postern ab` run: checks the arguments, runs the trials, shows progress, reports.
@@ -292,9 +227,7 @@ struct ABSession {
             }
         }
 
-        let report = ([ABRendering.table(result), ""] + result.verdict
-                      + ["", "report: \(directory.path)/report.html; charts: \(directory.path)/charts.svg; raw trials: \(directory.path)/trials.csv"])
-            .joined(separator: "\n")
+        let report = result.textReport
         if arguments.flag("json") {
             output.error(report)
             output.print(String(decoding: try ABResult.encoder().encode(result), as: UTF8.self))
