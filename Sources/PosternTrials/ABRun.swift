@@ -49,7 +49,8 @@ public enum ABRun {
         public var trialsPerRoute: Int
         public var parallel: Int
         public var order: TrialOrder
-        /// Seeds the random order and the bootstrap intervals; recorded in the result.
+        /// Seeds the random order and the bootstrap intervals; recorded in the result. Random
+        /// unless the caller gives one.
         public var seed: UInt64
         /// Start each trial with the cached consensus of the route's last good trial.
         public var warm: Bool
@@ -70,7 +71,7 @@ public enum ABRun {
         /// The `postern` binary the children run.
         public var executable: URL
 
-        public init(routes: [TrialRoute], trialsPerRoute: Int, parallel: Int, order: TrialOrder, seed: UInt64 = .random(in: 0...UInt64.max),
+        public init(routes: [TrialRoute], trialsPerRoute: Int, parallel: Int, order: TrialOrder, seed: UInt64? = nil,
                     warm: Bool = false, probeTarget: ProbeFetch.Target? = nil,
                     probeBytes: Int = 1 << 20, torOptionsFile: String? = nil, unsafeLogging: Bool = false,
                     network: NetworkLabel? = nil, harnessRetries: Int = 2, history: TrialHistory, svgFile: URL? = nil,
@@ -79,7 +80,7 @@ public enum ABRun {
             self.trialsPerRoute = trialsPerRoute
             self.parallel = parallel
             self.order = order
-            self.seed = seed
+            self.seed = seed ?? .random(in: 0...UInt64.max)
             self.warm = warm
             self.probeTarget = probeTarget
             self.probeBytes = probeBytes

@@ -24,6 +24,14 @@ import Testing
         for bad in ["", String(repeating: "x", count: 65), "two\nlines", "cr\r"] { #expect(NetworkLabel(bad) == nil, "\(bad.debugDescription)") }
     }
 
+    /// Without a seed the request draws one (and the run records it); a given seed is kept.
+    @Test func seedIsDrawnUnlessGiven() {
+        let history = TrialHistory(directory: directory)
+        let drawn = (1...3).map { _ in ABRun.Request(routes: [Self.direct()], trialsPerRoute: 1, parallel: 1, order: .random, history: history).seed }
+        #expect(Set(drawn).count == 3)
+        #expect(ABRun.Request(routes: [Self.direct()], trialsPerRoute: 1, parallel: 1, order: .random, seed: 0, history: history).seed == 0)
+    }
+
     @Test func requestValidation() throws {
         try makeRequest().validate()
         var cases: [(ABRun.Request, String)] = []

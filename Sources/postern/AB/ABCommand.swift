@@ -3,7 +3,6 @@ import BridgeConfig
 import Foundation
 import PosternSystem
 import PosternTrials
-import TrialAnalysis
 
 extension Command {
     static let ab = Command(
@@ -169,7 +168,7 @@ struct ABSession {
         guard let order = TrialOrder(rawValue: orderText) else {
             throw invocation.usageError("--order must be interleaved or random, not '\(orderText)'")
         }
-        var seed = UInt64.random(in: 0...UInt64.max)
+        var seed: UInt64?
         if let text = arguments.value("seed") {
             guard let value = UInt64(text) else { throw invocation.usageError("--seed must be a whole number, not '\(text)'") }
             seed = value
