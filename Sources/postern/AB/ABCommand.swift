@@ -56,7 +56,8 @@ extension Command {
             try invocation.requireNoPositionals()
             let runs = TrialHistory(stateDirectory: invocation.paths.stateDirectory).load()
             if invocation.json {
-                invocation.output.print(String(decoding: try ABResult.encoder().encode(runs.map(TrialHistory.Entry.init)), as: UTF8.self))
+                let entries = runs.map(TrialHistory.Entry.init)
+                invocation.output.print(String(decoding: try ABResult.encoder().encode(entries), as: UTF8.self))
                 return 0
             }
             guard !runs.isEmpty else {
@@ -175,12 +176,18 @@ struct ABSession {
         }
         var probeTarget: ProbeFetch.Target?
         if let text = arguments.value("probe-url") {
-            do throws(TrialError) { probeTarget = try ProbeFetch.Target(parsing: text) } catch { throw invocation.usageError(error.message) }
+            do throws(TrialError) {
+                probeTarget = try ProbeFetch.Target(parsing: text)
+            } catch {
+                throw invocation.usageError(error.message)
+            }
         }
         let harnessRetries = try invocation.wholeNumber("harness-retries", default: 2, range: 0...10)
         var network: NetworkLabel?
         if let text = arguments.value("network") {
-            guard let label = NetworkLabel(text) else { throw invocation.usageError("--network must be a label of 1 to 64 characters on one line") }
+            guard let label = NetworkLabel(text) else {
+                throw invocation.usageError("--network must be a label of 1 to 64 characters on one line")
+            }
             network = label
         }
         let ooniProbe: OONIMeasurement.Probe
