@@ -115,6 +115,14 @@ extension TrialHistory {
         return directory.appendingPathComponent(text)
     }
 
+    /// The saved runs named by directories or ids (``runDirectory(_:)``), in the order given; the
+    /// first that cannot be read throws.
+    public func loadRuns(_ names: [String]) throws(TrialError) -> [ABResult] {
+        var results: [ABResult] = []
+        for name in names { results.append(try Self.loadRun(at: runDirectory(name))) }
+        return results
+    }
+
     /// Creates the directory (0700) of a new run started at `startedAt`, named by an id that sorts
     /// by time (`20261201T154500Z-1a2b3c4d`).
     public func createRun(startedAt: Date) throws(TrialError) -> (id: String, directory: URL) {

@@ -3,7 +3,6 @@ import BridgeConfig
 import Foundation
 import PosternSystem
 import PosternTrials
-import TrialAnalysis
 
 extension Command {
     static let ab = Command(
@@ -57,29 +56,15 @@ extension Command {
             try invocation.requireNoPositionals()
             let runs = TrialHistory(stateDirectory: invocation.paths.stateDirectory).load()
             if invocation.json {
-                struct Entry: Encodable {
-                    let id: String; let startedAt: Date; let routes: [String]; let trialsPerRoute: Int
-                    let successes: [String: Int]; let verdict: [String]; let directory: String
-                }
-                let encoder = ABResult.encoder()
-                let entries = runs.map { run in
-                    Entry(id: run.id, startedAt: run.startedAt, routes: run.routes, trialsPerRoute: run.trialsPerRoute,
-                          successes: Dictionary(uniqueKeysWithValues: run.summaries.map { ($0.route, $0.successes) }),
-                          verdict: run.verdict, directory: run.directory)
-                }
-                invocation.output.print(String(decoding: try encoder.encode(entries), as: UTF8.self))
+                let entries = runs.map(TrialHistory.Entry.init)
+                invocation.output.print(String(decoding: try ABResult.encoder().encode(entries), as: UTF8.self))
                 return 0
             }
             guard !runs.isEmpty else {
                 invocation.output.print("no A/B runs yet (start one with 'postern ab obfs4 snowflake')")
                 return 0
             }
-            let formatter = ISO8601DateFormatter()
-            invocation.output.print(PlainText.table(header: ["ID", "STARTED", "TRIALS", "RESULTS", "BEST"], rows: runs.map { run in
-                [run.id, formatter.string(from: run.startedAt), String(run.trialsPerRoute),
-                 run.summaries.map { "\($0.route) \($0.successes)/\($0.trials)" }.joined(separator: ", "),
-                 run.best ?? "-"]
-            }))
+            invocation.output.print(TrialHistory.textTable(runs))
             return 0
         })
 }
@@ -98,7 +83,7 @@ extension Command {
             do { result = try TrialHistory.loadRun(at: directory) } catch { throw CommandFailure("\(error)") }
             let target = invocation.arguments.value("output").map { URL(fileURLWithPath: $0) } ?? directory.appendingPathComponent("report.html")
             do throws(TrialError) { try TrialHistory.writeAtomically(Data(ABReport.html(result).utf8), to: target) } catch { throw CommandFailure(error.message) }
-            invocation.output.print(ABRendering.table(result))
+            invocation.output.print(result.textTable)
             invocation.output.print("report: \(target.path)")
             return 0
         })
@@ -116,68 +101,18 @@ extension Command {
         run: { invocation in
             let positionals = invocation.arguments.positionals
             guard !positionals.isEmpty else { throw invocation.usageError("give the runs to merge: directories or ids ('postern ab history')") }
-            let history = TrialHistory(stateDirectory: invocation.paths.stateDirectory)
-            var results: [ABResult] = []
-            for text in positionals {
-                do { results.append(try TrialHistory.loadRun(at: history.runDirectory(text))) } catch {
-                    throw CommandFailure("\(error)")
-                }
+            let results: [ABResult]
+            do { results = try TrialHistory(stateDirectory: invocation.paths.stateDirectory).loadRuns(positionals) } catch {
+                throw CommandFailure("\(error)")
             }
             let merged = MergedRuns.merge(results)
             if invocation.json {
                 invocation.output.print(String(decoding: try ABResult.encoder().encode(merged), as: UTF8.self))
                 return 0
             }
-            invocation.output.print(ABRendering.mergedTable(merged))
-            invocation.output.print("")
-            for line in merged.verdict { invocation.output.print(line) }
+            invocation.output.print(merged.textReport)
             return 0
         })
-}
-
-/// The terminal renderings of results (the library gives the data, JSON, CSV, SVG and HTML).
-enum ABRendering {
-    static func pair(_ figure: ABResult.Figure, scale: Double = 1) -> String {
-        guard let median = figure.median, let p90 = figure.p90 else { return "-" }
-        return String(format: "%.2f / %.2f", median / scale, p90 / scale)
-    }
-
-    static let header = ["ROUTE", "OK", "RATE", "BROKE AFTER 100%", "HARNESS ERR", "FIRST BYTE s (med/p90)", "100% s (med/p90)",
-                         "PROBE TTFB s (med/p90)", "MiB/s (med/p90)"]
-
-    static func row(_ summary: ABResult.RouteSummary) -> [String] {
-        [summary.route, "\(summary.successes)/\(summary.trials)", String(format: "%.0f%%", summary.successRate * 100),
-         "\(summary.failedAfterBootstrap)/\(summary.reachedBootstrap)", String(summary.harnessErrors), pair(summary.firstByte),
-         pair(summary.bootstrap), pair(summary.probeFirstByte), pair(summary.throughput, scale: 1_048_576)]
-    }
-
-    /// The per-route table with a sparkline of time to 100% in trial order (· = no 100%), all
-    /// routes on one scale; then the harness errors, apart.
-    static func table(_ result: ABResult) -> String {
-        let allTimes = result.trials.compactMap(\.bootstrapSeconds)
-        let rows = result.summaries.map { summary -> [String] in
-            let series = result.trials.filter { $0.route == summary.route }.map(\.bootstrapSeconds)
-            return row(summary) + [Sparkline.render(series, minimum: allTimes.min(), maximum: allTimes.max())]
-        }
-        var text = PlainText.table(header: header + ["100% BY TRIAL"], rows: rows)
-        if !result.harnessErrors.isEmpty {
-            text += "\n\nharness errors (not the routes' doing; counted for no route):\n"
-            text += PlainText.table(header: ["TRIAL", "ROUTE", "TRY", "CODE", "THEN", "WHAT HAPPENED"], rows: result.harnessErrors.map { error in
-                [String(error.trial), error.route, String(error.attemptTry), error.code.rawValue, error.retried ? "retried" : "given up",
-                 error.message]
-            })
-        }
-        return text
-    }
-
-    static func mergedTable(_ merged: MergedRuns) -> String {
-        var rows: [[String]] = []
-        for network in merged.networks {
-            rows += network.summaries.map { [network.label] + row($0) }
-        }
-        rows += merged.pooled.map { ["pooled"] + row($0) }
-        return PlainText.table(header: ["NETWORK"] + header, rows: rows)
-    }
 }
 
 /// One `postern ab` run: checks the arguments, runs the trials, shows progress, reports.
@@ -187,6 +122,41 @@ struct ABSession {
     init(_ invocation: Invocation) { self.invocation = invocation }
 
     func run() async throws -> Int32 {
+        let request = try parseRequest()
+        let output = invocation.output, arguments = invocation.arguments
+        // Ctrl-C or SIGTERM stops the children (none is left running) and keeps the finished trials.
+        let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
+        let outcome: ABRun.Outcome
+        do throws(TrialError) {
+            outcome = try await ABRun.execute(request, interruption: { await stop.wait() }) { event in Self.show(event, on: output) }
+        } catch where error.kind == .usage {
+            throw invocation.usageError(error.message)
+        } catch where error.code == .chartsFile {
+            throw CommandFailure("cannot write --svg \(arguments.value("svg") ?? ""): \(error.message)")
+        } catch where error.code == .measurementsFile {
+            throw CommandFailure("cannot write --ooni \(arguments.value("ooni") ?? ""): \(error.message)")
+        } catch {
+            throw CommandFailure(error.message)
+        }
+        let report = outcome.result.textReport
+        if arguments.flag("json") {
+            output.error(report)
+            output.print(String(decoding: try ABResult.encoder().encode(outcome.result), as: UTF8.self))
+        } else if arguments.flag("csv") {
+            output.error(report)
+            output.print(outcome.result.csv, terminator: "")
+        } else {
+            output.print(report)
+        }
+        if let note = outcome.interruptionNote {
+            output.error("postern ab: \(note)")
+            return 1
+        }
+        return 0
+    }
+
+    /// The run the arguments ask for; a usage error for the first argument that cannot work.
+    private func parseRequest() throws -> ABRun.Request {
         let arguments = invocation.arguments
         let routeNames = arguments.positionals
         guard !routeNames.isEmpty else {
@@ -195,27 +165,30 @@ struct ABSession {
         let trials = try invocation.wholeNumber("trials", default: 5, range: 1...1000)
         let parallel = try invocation.wholeNumber("parallel", default: 2, range: 1...64)
         let probeBytes = try invocation.wholeNumber("probe-bytes", default: 1 << 20, range: 1...(1 << 34))
-        let order = arguments.value("order") ?? "interleaved"
-        guard order == "interleaved" || order == "random" else {
-            throw invocation.usageError("--order must be interleaved or random, not '\(order)'")
+        let orderText = arguments.value("order") ?? "interleaved"
+        guard let order = TrialOrder(rawValue: orderText) else {
+            throw invocation.usageError("--order must be interleaved or random, not '\(orderText)'")
         }
-        var seed = UInt64.random(in: 0...UInt64.max)
+        var seed: UInt64?
         if let text = arguments.value("seed") {
             guard let value = UInt64(text) else { throw invocation.usageError("--seed must be a whole number, not '\(text)'") }
             seed = value
         }
-        var probe: ProbeFetch?
+        var probeTarget: ProbeFetch.Target?
         if let text = arguments.value("probe-url") {
             do throws(TrialError) {
-                probe = ProbeFetch(target: try ProbeFetch.Target(parsing: text), maximumBytes: probeBytes, timeout: .seconds(60))
+                probeTarget = try ProbeFetch.Target(parsing: text)
             } catch {
                 throw invocation.usageError(error.message)
             }
         }
         let harnessRetries = try invocation.wholeNumber("harness-retries", default: 2, range: 0...10)
-        let network = arguments.value("network")
-        if let network, network.isEmpty || network.count > 64 || network.contains(where: { $0.isNewline }) {
-            throw invocation.usageError("--network must be a label of 1 to 64 characters on one line")
+        var network: NetworkLabel?
+        if let text = arguments.value("network") {
+            guard let label = NetworkLabel(text) else {
+                throw invocation.usageError("--network must be a label of 1 to 64 characters on one line")
+            }
+            network = label
         }
         let ooniProbe: OONIMeasurement.Probe
         do { ooniProbe = try .validated(asn: arguments.value("probe-asn"), countryCode: arguments.value("probe-cc")) } catch {
@@ -232,83 +205,16 @@ struct ABSession {
         if let file = arguments.value("tor-options-file"), !FileManager.default.isReadableFile(atPath: file) {
             throw invocation.usageError("cannot read --tor-options-file '\(file)'")
         }
-        let routes = try resolveRoutes(routeNames, timeouts: timeouts)
-
-        let startedAt = Date()
-        let created: (id: String, directory: URL)
-        do throws(TrialError) { created = try TrialHistory(stateDirectory: invocation.paths.stateDirectory).createRun(startedAt: startedAt) } catch {
-            throw CommandFailure(error.message)
+        let ooni = arguments.value("ooni").map { file in
+            ABRun.OONIOutput(file: URL(fileURLWithPath: file), probe: ooniProbe, softwareVersion: PosternVersion.string,
+                             torVersion: PosternVersion.torCore)
         }
-        let id = created.id, directory = created.directory
-
-        let output = invocation.output
-        let total = routes.count * trials
-        output.error("postern ab: \(total) trials (\(routes.map(\.name).joined(separator: ", ")) × \(trials)), \(parallel) at a time, \(order) order, seed \(seed); results in \(directory.path)")
-        let runner = TrialRunner(plan: .init(routes: routes, trialsPerRoute: trials, parallel: parallel, randomOrder: order == "random",
-                                             seed: seed, warm: arguments.flag("warm"), probe: probe,
-                                             torOptionsFile: arguments.value("tor-options-file"),
-                                             unsafeLogging: invocation.unsafeLogging, directory: directory,
-                                             harnessRetries: harnessRetries)) { running, finished, justFinished, harnessError in
-            Self.showProgress(output: output, total: total, running: running, finished: finished, justFinished: justFinished,
-                              harnessError: harnessError)
-        }
-        // Ctrl-C or SIGTERM stops the children (none is left running) and keeps the finished trials.
-        let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
-        let watcher = Task {
-            await stop.wait()
-            guard !Task.isCancelled else { return }
-            output.endProgress()
-            output.error("postern ab: interrupted; stopping the running trials")
-            await runner.interrupt()
-        }
-        // Trials cut short by an interruption say nothing about their route: left out.
-        let outcome = await runner.run()
-        watcher.cancel()
-        runner.removeCaches()
-        output.endProgress()
-
-        let result = ABResult(id: id, startedAt: startedAt, finishedAt: Date(), network: network, routes: routes.map(\.name),
-                              trialsPerRoute: trials, parallel: parallel, order: order, seed: seed, warm: arguments.flag("warm"),
-                              probeURL: probe?.target.text, probeBytes: probeBytes, directory: directory.path, trials: outcome.trials,
-                              harnessErrors: outcome.harnessErrors)
-        do throws(TrialError) { try TrialHistory.save(result, in: directory) } catch { throw CommandFailure(error.message) }
-        if let file = arguments.value("svg") {
-            do {
-                try TrialHistory.writeAtomically(Data(result.svg.utf8), to: URL(fileURLWithPath: file))
-            } catch {
-                output.error("postern ab: error: cannot write --svg \(file): \(error)")
-                return 1
-            }
-        }
-        if let file = arguments.value("ooni") {
-            let timeouts = Dictionary(uniqueKeysWithValues: routes.map { ($0.name, $0.timeout.seconds) })
-            let measurements = OONIMeasurement.measurements(of: result, probe: ooniProbe, softwareVersion: PosternVersion.string,
-                                                            torVersion: PosternVersion.torCore, timeouts: timeouts)
-            do {
-                try TrialHistory.writeAtomically(try OONIMeasurement.jsonLines(measurements), to: URL(fileURLWithPath: file))
-            } catch {
-                output.error("postern ab: error: cannot write --ooni \(file): \(error)")
-                return 1
-            }
-        }
-
-        let report = ([ABRendering.table(result), ""] + result.verdict
-                      + ["", "report: \(directory.path)/report.html; charts: \(directory.path)/charts.svg; raw trials: \(directory.path)/trials.csv"])
-            .joined(separator: "\n")
-        if arguments.flag("json") {
-            output.error(report)
-            output.print(String(decoding: try ABResult.encoder().encode(result), as: UTF8.self))
-        } else if arguments.flag("csv") {
-            output.error(report)
-            output.print(result.csv, terminator: "")
-        } else {
-            output.print(report)
-        }
-        if runner.wasInterrupted {
-            output.error("postern ab: interrupted after \(outcome.trials.count) of \(total) trials (\(outcome.interrupted) cut short and left out); the finished ones are kept above and in \(directory.path)")
-            return 1
-        }
-        return 0
+        return ABRun.Request(routes: try resolveRoutes(routeNames, timeouts: timeouts), trialsPerRoute: trials, parallel: parallel,
+                             order: order, seed: seed, warm: arguments.flag("warm"), probeTarget: probeTarget, probeBytes: probeBytes,
+                             torOptionsFile: arguments.value("tor-options-file"), unsafeLogging: invocation.unsafeLogging,
+                             network: network, harnessRetries: harnessRetries,
+                             history: TrialHistory(stateDirectory: invocation.paths.stateDirectory),
+                             svgFile: arguments.value("svg").map { URL(fileURLWithPath: $0) }, ooni: ooni)
     }
 
     /// The routes the library resolves from the names, with the store's bridges and plugins and
@@ -327,29 +233,29 @@ struct ABSession {
         }
     }
 
-    static func showProgress(output: Output, total: Int, running: [TrialRunner.Live], finished: [ABResult.Trial],
-                             justFinished: ABResult.Trial?, harnessError: ABResult.HarnessError?) {
-        let ok = finished.filter(\.succeeded).count
-        if let error = harnessError {
-            // Said whether or not stderr is a terminal: it is not the route's, and the user should know.
-            output.endProgress()
-            output.error("trial \(error.trial) \(error.route)#\(error.attempt): harness error (\(error.code)), \(error.retried ? "trying again" : "given up"): \(error.message)")
-        }
-        if output.errorIsTerminal {
-            let now = running.map { "\($0.label) \($0.progress)% \($0.tag)" }.joined(separator: ", ")
-            output.progress("[\(finished.count)/\(total) done, \(ok) ok] running: \(now.isEmpty ? "-" : now)")
-        } else if let trial = justFinished {
-            // Not a terminal: one line per finished trial, no redrawing.
-            var line = "[\(finished.count)/\(total)] trial \(trial.index) \(trial.route)#\(trial.attempt): "
-            if trial.succeeded {
-                line += "ok, 100% in \(ABResult.seconds(trial.bootstrapSeconds ?? 0))"
-                if let ttfb = trial.probeFirstByteSeconds { line += ", probe first byte \(ABResult.seconds(ttfb))" }
-            } else if trial.failedAfterBootstrap {
-                line += "100% in \(ABResult.seconds(trial.bootstrapSeconds ?? 0)), then the download broke (\(trial.failure?.reason ?? "unknown reason"))"
-            } else {
-                line += "failed (\(trial.failure?.reason ?? "unknown reason"))"
+    /// The run's events on stderr: the start, every harness error, and the live view on a terminal
+    /// or else a line per finished trial.
+    static func show(_ event: ABRun.Event, on output: Output) {
+        switch event {
+        case .started(let start):
+            output.error("postern ab: \(start)")
+        case .progress(let progress):
+            if let line = progress.harnessErrorLine {
+                // Said whether or not stderr is a terminal: it is not the route's, and the user should know.
+                output.endProgress()
+                output.error(line)
             }
-            output.error(line)
+            if output.errorIsTerminal {
+                output.progress(progress.statusLine)
+            } else if let line = progress.finishedTrialLine {
+                // Not a terminal: one line per finished trial, no redrawing.
+                output.error(line)
+            }
+        case .interrupting:
+            output.endProgress()
+            output.error("postern ab: interrupted; stopping the running trials")
+        case .trialsFinished:
+            output.endProgress()
         }
     }
 }
