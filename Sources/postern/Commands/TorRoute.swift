@@ -35,11 +35,9 @@ struct TorRoute: Sendable {
                 switch event {
                 case .status(let status, _) where status.isReady && !announced:
                     announced = true
-                    output.error("\(command): tor ready (route: \(status.route), \(String(format: "%.1f", status.seconds)) s)")
-                case .transportProblem(let problem):
-                    output.error("\(command): transport: \(problem)")
-                case .warning(let warning):
-                    output.error("\(command): \(warning.message)")
+                    output.error("\(command): tor ready (\(status.routeAndTime))")
+                case .transportProblem, .warning:
+                    for line in event.lines(racing: false) { output.error("\(command): \(line)") }
                 default:
                     break
                 }
