@@ -2,7 +2,6 @@ import Foundation
 import PosternSystem
 import PosternCore
 import PosternRuntime
-import TransportBase
 
 extension Command {
     static let run = Command(
@@ -63,11 +62,7 @@ struct RunCommand {
         options.eventsFile = arguments.value("events-json")
         options.statusFile = paths.runStatusFile
         let registry = try Transports.registry(plugins: plugins, stateLocation: options.dataDirectory)
-        for name in registry.names {
-            if let external = registry.transport(named: name) as? ExternalTransport {
-                output.print("note: \(name) bridges go through the external \(external.client.definition.label), started when first needed")
-            }
-        }
+        for note in registry.externalTransportNotes { output.print(note) }
         let settings = try invocation.sessionSettings()
         let session: PosternSession
         do {
@@ -139,7 +134,7 @@ struct RunRenderer {
     }
 
     private func printJSON(_ status: SessionStatus) {
-        invocation.output.print(String(decoding: (try? RunStatusRecord.encoder().encode(status.record)) ?? Data(), as: UTF8.self))
+        invocation.output.print((try? status.record.jsonLine()) ?? "")
     }
 
     private mutating func renderStatus(_ status: SessionStatus) {
