@@ -63,7 +63,7 @@ struct RunCommand {
         options.statusFile = paths.runStatusFile
         let registry = try Transports.registry(plugins: plugins, stateLocation: options.dataDirectory)
         for note in registry.externalTransportNotes { output.print(note) }
-        let settings = try invocation.sessionSettings()
+        let settings = try invocation.sessionSettings(for: options)
         let session: PosternSession
         do {
             session = try PosternSession(settings: settings, transports: registry, options: options)

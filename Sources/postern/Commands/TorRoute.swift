@@ -15,7 +15,7 @@ struct TorRoute: Sendable {
     static func open(_ invocation: Invocation, dataDirectory: URL, command: String) async throws -> TorRoute {
         let output = invocation.output
         let options = try invocation.sessionOptions(defaultDataDirectory: dataDirectory)
-        let settings = try invocation.sessionSettings()
+        let settings = try invocation.sessionSettings(for: options)
         let tor: AppTor
         do {
             tor = try AppTor.attachOrPrepare(statusFile: invocation.paths.runStatusFile, settings: settings, options: options)
