@@ -209,4 +209,14 @@ extension SessionSettings {
     public static func isPrivateNetwork(_ torOptions: [TorOption]) -> Bool {
         torOptions.contains { ["DirAuthority", "AlternateDirAuthority", "TestingTorNetwork"].contains($0.key) }
     }
+
+    /// The built-in bridges for a session with these tor options: `given` when there are some;
+    /// none on a private network (``isPrivateNetwork(_:)``); otherwise they stay the bundled ones.
+    public mutating func chooseBuiltins(_ given: BuiltinBridges?, torOptions: [TorOption]) {
+        if let given {
+            builtins = given
+        } else if Self.isPrivateNetwork(torOptions) {
+            builtins = nil
+        }
+    }
 }

@@ -99,3 +99,15 @@ public enum Transports {
         return registry
     }
 }
+
+extension TransportRegistry {
+    /// A note for each transport an external plugin serves ("note: NAME bridges go through the
+    /// external LABEL, started when first needed"), in the registry's order.
+    public var externalTransportNotes: [String] {
+        names.compactMap { name in
+            (transport(named: name) as? ExternalTransport).map {
+                "note: \(name) bridges go through the external \($0.client.definition.label), started when first needed"
+            }
+        }
+    }
+}

@@ -70,4 +70,17 @@ struct SessionSettingsTests {
         try write(pid: Int32.max, socks: "127.0.0.1:39154")
         #expect(RunningSession.find(statusFile: file) == nil, "a dead pid")
     }
+
+    @Test func privateNetworksGetNoBuiltinsUnlessGiven() throws {
+        var settings = SessionSettings.inMemory(InMemorySettings(), stateDirectory: URL(fileURLWithPath: "/nonexistent"))
+        #expect(settings.builtins != nil)
+        settings.chooseBuiltins(nil, torOptions: [try TorOption("SocksTimeout", "10")])
+        #expect(settings.builtins != nil)
+        settings.chooseBuiltins(nil, torOptions: [try TorOption("TestingTorNetwork", "1")])
+        #expect(settings.builtins == nil)
+        let line = try BridgeLine(validating: "obfs4 192.0.2.1:443 \(String(repeating: "A", count: 40)) cert=\(ConnectionAssistTests.cert) iat-mode=0",
+                                  rules: Transports.argumentRules)
+        settings.chooseBuiltins(BuiltinBridges(source: "test", lines: [line]), torOptions: [try TorOption("TestingTorNetwork", "1")])
+        #expect(settings.builtins?.lines(for: .obfs4) == [line])
+    }
 }

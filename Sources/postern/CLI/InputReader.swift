@@ -11,20 +11,6 @@ enum InputReader {
         output.error("postern: warning: \(what) on the command line can be read by every local user (ps, /proc/PID/cmdline) and stays in shell history; use \(instead) instead")
     }
 
-    /// Bridge lines from a file or standard input for one run: one a line; blank lines, comments
-    /// (#, //) and a leading "Bridge " are skipped.
-    static func bridgeLines(from source: String, output: Output) throws(CommandFailure) -> [(number: Int, text: String)] {
-        let input = try read(source, output: output)
-        var lines: [(number: Int, text: String)] = []
-        for (index, raw) in input.text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            var text = raw.trimmingCharacters(in: .whitespacesAndNewlines)
-            if text.isEmpty || text.hasPrefix("#") || text.hasPrefix("//") { continue }
-            if text.hasPrefix("Bridge ") { text = String(text.dropFirst("Bridge ".count)).trimmingCharacters(in: .whitespaces) }
-            lines.append((index + 1, text))
-        }
-        return lines
-    }
-
     /// A paste is a few KiB; refuse anything absurd rather than filling memory.
     static let maximumSize = 4 << 20
 

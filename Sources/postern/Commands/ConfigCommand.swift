@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternRuntime
 
 extension Command {
     static let config = Command(
@@ -26,7 +27,7 @@ extension Command {
                 try invocation.output.json(Shown(
                     file: store.filePath, fileExists: exists, version: BridgeStore.currentVersion,
                     torEnabled: configuration.torEnabled,
-                    transport: configuration.transport.transport?.description(policy: policy) ?? configuration.transport.rawValue,
+                    transport: TransportSetting.name(configuration.transport, policy: policy),
                     bridges: configuration.bridges.map { BridgeListing($0, policy: policy) },
                     relays: Relays(builtin: NostrRelayURL.builtin.map(\.rawValue), custom: configuration.customRelays.map(\.rawValue)),
                     scrubbed: !policy.unsafeLogging))
@@ -36,7 +37,7 @@ extension Command {
                 "file: \(store.filePath)\(exists ? "" : " (not written yet; defaults shown)")",
                 "schema version: \(BridgeStore.currentVersion)",
                 "tor: \(configuration.torEnabled ? "on" : "off")",
-                "transport: \(configuration.transport.transport?.description(policy: policy) ?? configuration.transport.rawValue)",
+                "transport: \(TransportSetting.name(configuration.transport, policy: policy))",
                 "bridges: \(configuration.bridges.count) (\(configuration.bridges.filter(\.isEnabled).count) on)",
             ]
             if !configuration.bridges.isEmpty {

@@ -1,9 +1,7 @@
 import Foundation
 import PosternSystem
-import Synchronization
 import PosternCore
 import PosternRuntime
-import TransportBase
 
 extension Command {
     static let run = Command(
@@ -64,21 +62,19 @@ struct RunCommand {
         options.eventsFile = arguments.value("events-json")
         options.statusFile = paths.runStatusFile
         let registry = try Transports.registry(plugins: plugins, stateLocation: options.dataDirectory)
-        for name in registry.names {
-            if let external = registry.transport(named: name) as? ExternalTransport {
-                output.print("note: \(name) bridges go through the external \(external.client.definition.label), started when first needed")
-            }
-        }
-        let settings = try invocation.sessionSettings()
+        for note in registry.externalTransportNotes { output.print(note) }
+        let settings = try invocation.sessionSettings(for: options)
         let session: PosternSession
         do {
             session = try PosternSession(settings: settings, transports: registry, options: options)
         } catch {
             throw CommandFailure("--events-json: \(error.message)")
         }
-        let renderer = RunRenderer(invocation: invocation, strategy: strategy, options: options)
         let events = session.events()
-        let reporter = Task { for await event in events { renderer.render(event) } }
+        let reporter = Task {
+            var renderer = RunRenderer(invocation: invocation, strategy: strategy, options: options)
+            for await event in events { renderer.render(event) }
+        }
         let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
         do {
             try await session.start()
@@ -100,167 +96,68 @@ struct RunCommand {
     }
 }
 
-/// Turns a session's events into `postern run`'s lines (or JSON lines with --json).
-final class RunRenderer: Sendable {
+/// Where `postern run` puts a session's lines (the library's text forms): standard output, the
+/// status line, standard error, or JSON lines with --json.
+struct RunRenderer {
     private let invocation: Invocation
-    private let strategy: AssistStrategy
-    private let stallTimeout: Duration
-    private let socks: SocksEndpoint
-    private struct Shown { var lastKey = ""; var announcedReady = false; var announcedStall = false }
-    private let shown = Mutex(Shown())
+    private let racing: Bool
+    private var announcer: SessionStatusAnnouncer
 
     init(invocation: Invocation, strategy: AssistStrategy, options: SessionOptions) {
         self.invocation = invocation
-        self.strategy = strategy
-        stallTimeout = options.stallTimeout
-        socks = options.socks
+        racing = strategy == .race
+        announcer = SessionStatusAnnouncer(stallTimeout: options.stallTimeout)
     }
 
-    func render(_ event: SessionEvent) {
+    mutating func render(_ event: SessionEvent) {
         let output = invocation.output
-        let json = invocation.json
+        let lines = event.lines(racing: racing)
         switch event {
         case .status(let status, let cause):
-            if json, cause == .assist { return printJSON(status) }
+            if invocation.json, cause == .assist { return printJSON(status) }
             renderStatus(status)
-        case .fixedRoute(_, let notes):
-            for note in notes { output.print("note: \(note)") }
-        case .transportProblem(let event):
-            output.error("transport: \(event)")
-        case .warning(let warning):
+        case .fixedRoute:
+            for line in lines { output.print(line) }
+        case .transportProblem:
+            for line in lines { output.error(line) }
+        case .warning:
             output.endStatus()
-            output.error("postern run: \(warning.message)")
-        case .assistStarted(let order, let probing, let lastGoodFirst, let notes):
-            guard !json else { return }
-            var line = "connection assist: trying \(order.joined(separator: ", ")) in this order"
-            if probing { line += ", probing them all meanwhile" }
-            output.print(line)
-            if let first = lastGoodFirst { output.print("connection assist: \(first) goes first: it connected last time") }
-            for note in notes { output.print("note: \(note)") }
-        case .settingsApplied(let change):
-            guard !json else { return }
+            for line in lines { output.error("postern run: \(line)") }
+        case .assistStarted:
+            guard !invocation.json else { return }
+            for line in lines { output.print(line) }
+        case .settingsApplied, .assist:
+            guard !invocation.json, !lines.isEmpty else { return }
             output.endStatus()
-            switch change {
-            case .nowConnectionAssist:
-                output.print("settings changed: now connection assist; applied to the running tor without a restart")
-            case .nowFixed(let route, let notes):
-                output.print("settings changed: now \(route); applied to the running tor without a restart")
-                for note in notes { output.print("note: \(note)") }
-            case .assistRoutesReplaced(let nowTrying, let order, let notes):
-                if let route = nowTrying {
-                    output.print("settings changed: now \(route) (connection assist); applied to the running tor without a restart")
-                } else {
-                    output.print("settings changed: connection assist now tries \(order.joined(separator: ", "))")
-                }
-                for note in notes { output.print("note: \(note)") }
-            }
-        case .assist(let event):
-            guard !json, let line = Self.line(event, racing: strategy == .race) else { return }
-            output.endStatus()
-            output.print(line)
-        }
-    }
-
-    /// The line for one of connection assist's decisions (a choice in order goes without one).
-    static func line(_ event: AssistEvent, racing: Bool) -> String? {
-        switch event {
-        case .trying(let route, let position, let count, let cycle):
-            var line = "trying \(route.label) (route \(position) of \(count)"
-            if cycle > 1 { line += ", pass \(cycle)" }
-            line += "): up to \(route.limits.ceiling.seconds.formatted()) s, moving on after"
-            line += " \(route.limits.noProgressWindow.seconds.formatted()) s without progress"
-            if racing { line += ", sooner on failing connections or a failed probe" }
-            return line
-        case .chose(let choice):
-            guard choice.reason == .probePassed else { return nil }
-            return "connection assist: choosing \(choice.route.label): \(choice)"
-        case .probed(let route, let result):
-            return "probe \(route.label): \(result.summary)"
-        case .movedOn(let failure):
-            return failure.skipped ? "passing over \(failure.route.label): \(failure)" : "moving on from \(failure.route.label): \(failure)"
-        case .allFailed(let failures, let retryIn):
-            let reasons = failures.map { "\($0.route.label): \($0)" }.joined(separator: "; ")
-            var line = "stalled: every route failed (\(reasons)); trying them all again in \(retryIn.seconds.formatted()) s"
-            if let last = failures.last { line += " (tor keeps trying \(last.route.label) meanwhile)" }
-            return line
-        case .connected(let route, let after):
-            return "connection assist: connected via \(route.label) after \(String(format: "%.1f", after.seconds)) s; it goes first next time"
+            for line in lines { output.print(line) }
         }
     }
 
     private func printJSON(_ status: SessionStatus) {
-        invocation.output.print(String(decoding: (try? RunStatusRecord.encoder().encode(status.record)) ?? Data(), as: UTF8.self))
+        invocation.output.print((try? status.record.jsonLine()) ?? "")
     }
 
-    private func renderStatus(_ session: SessionStatus) {
+    private mutating func renderStatus(_ status: SessionStatus) {
         let output = invocation.output
-        let status = session.tor
-        let key = "\(status.state.name)|\(status.bootstrapProgress)|\(status.bootstrapDidStall)"
-        enum Action { case none, json, ready, stall, progress, failed }
-        let action = shown.withLock { shown -> Action in
-            guard key != shown.lastKey else { return .none }
-            shown.lastKey = key
-            if invocation.json { return .json }
-            if status.isReady {
-                guard !shown.announcedReady else { return .none }
-                shown.announcedReady = true
-                return .ready
-            } else if status.bootstrapDidStall {
-                guard !shown.announcedStall else { return .none }
-                shown.announcedStall = true
-                return .stall
-            } else if status.state == .bootstrapping || status.state == .starting {
-                shown.announcedStall = false
-                return .progress
-            }
-            return status.state == .failed ? .failed : .none
+        if invocation.json {
+            if announcer.isChange(status.tor) { printJSON(status) }
+            return
         }
-        switch action {
-        case .none: break
-        case .json: printJSON(session)
-        case .ready:
-            let seconds = session.seconds
-            output.status(ProgressBar.render(status))
+        switch announcer.announcement(for: status) {
+        case nil:
+            break
+        case .progress(let bar):
+            output.status(bar)
+        case .ready(let bar, let lines):
+            output.status(bar)
             output.endStatus()
-            output.print("ready: socks5 \(session.socks) (route: \(session.route), \(String(format: "%.1f", seconds)) s)")
-            output.print(PhaseReport.render(session.phases))
-        case .stall:
+            for line in lines { output.print(line) }
+        case .stalled(let line):
             output.endStatus()
-            var line = "stalled: no 100% within \(stallTimeout.seconds.formatted()) s"
-            line += " (at \(status.bootstrapProgress)%: \(status.bootstrapSummary))"
-            if let warning = status.bootstrapWarning { line += "; last problem: \(warning)" }
-            output.print(line + "; tor keeps trying")
-        case .progress:
-            output.status(ProgressBar.render(status))
-        case .failed:
+            output.print(line)
+        case .failed(let message):
             output.endStatus()
-            output.error("postern run: error: \(status.lastError?.message ?? "tor failed")")
+            output.error("postern run: error: \(message)")
         }
-    }
-}
-
-enum ProgressBar {
-    static func render(_ status: TorStatus, width: Int = 30) -> String {
-        let filled = width * status.bootstrapProgress / 100
-        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        let percent = String(status.bootstrapProgress).leftPadded(to: 3)
-        let summary = status.bootstrapSummary.isEmpty ? status.state.name : status.bootstrapSummary
-        return "[\(bar)] \(percent)% \(summary)"
-    }
-}
-
-enum PhaseReport {
-    static func render(_ phases: [RunStatusRecord.PhaseTiming]) -> String {
-        var lines = ["phase timings (seconds since start):"]
-        for phase in phases {
-            lines.append("  \(String(format: "%6.2f", phase.seconds))  \(String(phase.progress).leftPadded(to: 3))%  \(phase.tag)")
-        }
-        return lines.joined(separator: "\n")
-    }
-}
-
-extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: " ", count: width - count) + self
     }
 }

@@ -7,8 +7,9 @@ import PosternRuntime
 /// settings and options.
 extension Invocation {
     /// The store, this run's `--bridge`/`--bridges-file`/`--transport`, the built-in bridges and
-    /// connection assist's limits (`--route-timeout`, capped by `--stall-timeout`).
-    func sessionSettings() throws -> SessionSettings {
+    /// connection assist's limits (`--route-timeout`, capped by `--stall-timeout`). `options`:
+    /// the session's (``sessionOptions(defaultDataDirectory:)``); its tor options decide the built-ins.
+    func sessionSettings(for options: SessionOptions) throws -> SessionSettings {
         let store: BridgeStore
         do { store = try BridgeStore(directory: arguments.value("config-dir"), rules: Transports.argumentRules) } catch { throw CommandFailure(error.message) }
         var settings: SessionSettings
@@ -17,30 +18,15 @@ extension Invocation {
         } catch {
             throw CommandFailure(error.message)
         }
-        // A private network (DirAuthority or TestingTorNetwork in --tor-options-file) gets no
-        // built-in bridges unless named: Tor Browser's public bridges cannot reach it, and tests
-        // must never dial them.
-        if let file = arguments.value("builtin-bridges") {
-            settings.builtins = try readBuiltins(file)
-        } else if let file = arguments.value("tor-options-file"),
-                  let options = try? TorOption.parseLines(String(contentsOfFile: file, encoding: .utf8)),
-                  SessionSettings.isPrivateNetwork(options) {
-            settings.builtins = nil
-        }
+        settings.chooseBuiltins(try arguments.value("builtin-bridges").map(readBuiltins), torOptions: options.torOptions)
         for text in arguments.all("route-timeout") {
-            guard let equals = text.firstIndex(of: "=") else {
-                throw usageError("--route-timeout needs KIND=CEILING/WINDOW (e.g. direct=45/30), not '\(text)'")
-            }
             do {
-                let kind = try RouteLimitTable.kind(validating: String(text[..<equals]))
-                settings.limits.set(try RouteLimits(parsing: String(text[text.index(after: equals)...])), forKind: kind)
+                try settings.limits.set(parsingOverride: text)
             } catch {
-                throw usageError("--route-timeout \(text): \(error.message)")
+                throw usageError("--route-timeout \(error.message)")
             }
         }
-        if let text = arguments.value("stall-timeout"), let seconds = Double(text), seconds > 0 {
-            settings.limits.ceilingCap = .milliseconds(Int64(seconds * 1000))
-        }
+        if arguments.value("stall-timeout") != nil { settings.limits.ceilingCap = options.stallTimeout }
         let logging: LoggingPolicy = unsafeLogging ? .unsafe : .safe
         let given = arguments.all("bridge")
         if !given.isEmpty {
@@ -55,15 +41,15 @@ extension Invocation {
             }
         }
         if let file = arguments.value("bridges-file") {
-            let lines = try InputReader.bridgeLines(from: file, output: output)
-            guard !lines.isEmpty else { throw usageError("--bridges-file \(file): no bridge lines in it") }
-            for (number, text) in lines {
-                do {
-                    settings.overrideBridges.append(try BridgeLine.parse(text, rules: Transports.argumentRules, logging: logging).line)
-                } catch {
-                    throw usageError("--bridges-file \(file) line \(number): \(error.message)")
-                }
+            let input = try InputReader.read(file, output: output)
+            let lines: [BridgeLine]
+            do {
+                lines = try BridgeLineList.parse(input.text, rules: Transports.argumentRules, logging: logging)
+            } catch {
+                throw usageError("--bridges-file \(file) \(error.message)")
             }
+            guard !lines.isEmpty else { throw usageError("--bridges-file \(file): no bridge lines in it") }
+            settings.overrideBridges += lines
         }
         if let text = arguments.value("transport") {
             do {
@@ -103,23 +89,12 @@ extension Invocation {
         guard let data = FileManager.default.contents(atPath: file) else {
             throw usageError("cannot read --builtin-bridges '\(file)'")
         }
-        if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") {
-            do { return try BuiltinBridges(jsonData: data, rules: Transports.argumentRules) } catch {
-                throw usageError("--builtin-bridges '\(file)': \(error.message)")
-            }
+        do throws(BridgeConfigError) {
+            return try BuiltinBridges(listData: data, source: file, rules: Transports.argumentRules)
+        } catch {
+            // A bad line's message starts with "line N".
+            throw usageError("--builtin-bridges '\(file)'\(error.location == nil ? ":" : "") \(error.message)")
         }
-        var lines: [BridgeLine] = []
-        for (index, raw) in String(decoding: data, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            var text = raw.trimmingCharacters(in: .whitespaces)
-            if text.isEmpty || text.hasPrefix("#") { continue }
-            if text.hasPrefix("Bridge ") { text = String(text.dropFirst("Bridge ".count)) }
-            do {
-                lines.append(try BridgeLine.parse(text, rules: Transports.argumentRules, logging: .safe).line)
-            } catch {
-                throw usageError("--builtin-bridges '\(file)' line \(index + 1): \(error.message)")
-            }
-        }
-        return BuiltinBridges(source: file, lines: lines)
     }
 }
 

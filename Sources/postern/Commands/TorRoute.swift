@@ -15,7 +15,7 @@ struct TorRoute: Sendable {
     static func open(_ invocation: Invocation, dataDirectory: URL, command: String) async throws -> TorRoute {
         let output = invocation.output
         let options = try invocation.sessionOptions(defaultDataDirectory: dataDirectory)
-        let settings = try invocation.sessionSettings()
+        let settings = try invocation.sessionSettings(for: options)
         let tor: AppTor
         do {
             tor = try AppTor.attachOrPrepare(statusFile: invocation.paths.runStatusFile, settings: settings, options: options)
@@ -35,11 +35,9 @@ struct TorRoute: Sendable {
                 switch event {
                 case .status(let status, _) where status.isReady && !announced:
                     announced = true
-                    output.error("\(command): tor ready (route: \(status.route), \(String(format: "%.1f", status.seconds)) s)")
-                case .transportProblem(let problem):
-                    output.error("\(command): transport: \(problem)")
-                case .warning(let warning):
-                    output.error("\(command): \(warning.message)")
+                    output.error("\(command): tor ready (\(status.routeAndTime))")
+                case .transportProblem, .warning:
+                    for line in event.lines(racing: false) { output.error("\(command): \(line)") }
                 default:
                     break
                 }

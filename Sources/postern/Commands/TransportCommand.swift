@@ -1,4 +1,3 @@
-import PosternSystem
 import BridgeConfig
 import Foundation
 import PosternCore
@@ -18,16 +17,12 @@ extension Command {
         subcommands: [.transportUse, .transportLimits, .transportPlugin],
         run: { invocation in
             try invocation.requireNoPositionals()
-            let configuration = try invocation.bridgeStore().load()
-            let selection = configuration.transport
+            let setting = TransportSetting(try invocation.bridgeStore().load())
             if invocation.json {
-                struct Shown: Encodable { let transport: String; let known: Bool; let enabledBridges: Int?; let torEnabled: Bool }
-                let enabled = selection.transport.map { configuration.enabledBridges(of: $0).count }
-                try invocation.output.json(Shown(transport: selection.rawValue, known: isKnown(selection),
-                                                 enabledBridges: enabled, torEnabled: configuration.torEnabled))
+                try invocation.output.json(setting)
             } else {
-                var lines = describe(selection, configuration: configuration, policy: invocation.loggingPolicy)
-                if selection == .auto, let last = AssistFiles.readLastGoodRoute(in: invocation.paths.stateDirectory) {
+                var lines = setting.lines(policy: invocation.loggingPolicy)
+                if setting.selection == .auto, let last = AssistFiles.readLastGoodRoute(in: invocation.paths.stateDirectory) {
                     lines.append("last good route: \(last) (tried first)")
                 }
                 invocation.output.print(lines.joined(separator: "\n"))
@@ -55,40 +50,11 @@ extension Command {
                 configuration.transport = selection
                 return (previous, configuration)
             }
-            if !isKnown(selection) {
-                let known = TransportName.known.map(\.rawValue).joined(separator: ", ")
-                invocation.output.error("warning: \(selection.transport?.description(policy: policy) ?? selection.rawValue) is not a transport Postern knows (\(known)); it was saved, but connecting will fail unless such a transport exists")
-            }
-            var lines = describe(selection, configuration: configuration, policy: policy)
-            if previous != selection { lines[0] += " (was \(previous.transport?.description(policy: policy) ?? previous.rawValue))" }
+            let setting = TransportSetting(configuration)
+            if let warning = setting.unknownTransportWarning(policy: policy) { invocation.output.error(warning) }
+            var lines = setting.lines(policy: policy)
+            if previous != selection { lines[0] += " (was \(TransportSetting.name(previous, policy: policy)))" }
             invocation.output.print(lines.joined(separator: "\n"))
             return 0
         })
-
-    private static func isKnown(_ selection: TransportSelection) -> Bool {
-        selection.transport.map(\.isKnown) ?? true
-    }
-
-    /// "transport: obfs4" and a line on which bridges that means.
-    private static func describe(_ selection: TransportSelection, configuration: BridgeConfiguration, policy: LoggingPolicy) -> [String] {
-        var lines = ["transport: \(selection.transport?.description(policy: policy) ?? selection.rawValue)"]
-        switch selection {
-        case .auto:
-            lines.append("Connection assist: Postern tries direct, your obfs4 bridges, the built-in obfs4 bridges, snowflake and other transports in turn, the one that worked last time first ('postern transport limits' shows how long each gets).")
-        case .direct:
-            lines.append("Tor connects without bridges (visible to a censor as Tor traffic).")
-        default:
-            let transport = selection.transport!
-            let enabled = configuration.enabledBridges(of: transport).count
-            if enabled > 0 {
-                lines.append("uses your \(PlainText.counted(enabled, "enabled \(transport.description(policy: policy)) bridge"))")
-            } else if let builtins = try? BuiltinBridges.bundled(rules: Transports.argumentRules), !builtins.lines(for: transport).isEmpty {
-                lines.append("you have no enabled \(transport.description(policy: policy)) bridges; Postern uses the \(builtins.lines(for: transport).count) built-in ones")
-            } else {
-                lines.append("you have no enabled \(transport.description(policy: policy)) bridges and there are no built-in ones: add some with 'postern bridges add'")
-            }
-        }
-        if !configuration.torEnabled { lines.append("note: Tor is off, so no transport is used ('postern tor on' to turn it on)") }
-        return lines
-    }
 }

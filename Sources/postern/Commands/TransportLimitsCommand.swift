@@ -1,6 +1,4 @@
-import PosternSystem
 import PosternRuntime
-import BridgeConfig
 import Foundation
 import PosternCore
 
@@ -20,23 +18,11 @@ extension Command {
         run: { invocation in
             try invocation.requireNoPositionals()
             let table = try invocation.assistLimits()
-            var kinds = ["direct", "vanilla", "obfs4", "snowflake"]
-            kinds += table.overrides.keys.filter { !kinds.contains($0) }.sorted()
-            func limits(_ kind: String) -> RouteLimits { table.limits(for: kind == "direct" ? nil : TransportName(kind)) }
             if invocation.json {
-                struct Shown: Encodable { let kind: String; let ceilingSeconds: Double; let noProgressSeconds: Double; let source: String }
-                try invocation.output.json(kinds.map { kind in
-                    Shown(kind: kind, ceilingSeconds: limits(kind).ceiling.seconds,
-                          noProgressSeconds: limits(kind).noProgressWindow.seconds,
-                          source: table.overrides[kind] == nil ? "default" : "setting")
-                })
-                return 0
+                try invocation.output.json(table.listing)
+            } else {
+                invocation.output.print(table.textTable)
             }
-            let rows = kinds.map { kind in
-                [kind, "\(limits(kind).ceiling.seconds.formatted()) s", "\(limits(kind).noProgressWindow.seconds.formatted()) s",
-                 table.overrides[kind] == nil ? "default" : "setting"]
-            }
-            invocation.output.print(PlainText.table(header: ["ROUTE", "CEILING", "NO-PROGRESS", "SOURCE"], rows: rows))
             return 0
         })
 
@@ -61,7 +47,7 @@ extension Command {
             var table = try invocation.assistLimits()
             table.set(limits, forKind: kind)
             try invocation.writeAssistLimits(table)
-            invocation.output.print("\(kind): ceiling \(limits.ceiling.seconds.formatted()) s, moves on after \(limits.noProgressWindow.seconds.formatted()) s without progress")
+            invocation.output.print("\(kind): \(limits.summary)")
             return 0
         })
 
