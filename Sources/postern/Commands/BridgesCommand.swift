@@ -204,11 +204,7 @@ extension Command {
             var transport: TransportName?
             if let name = invocation.arguments.value("transport") {
                 do throws(BridgeConfigError) {
-                    if let known = TransportName.known(matching: name) {
-                        transport = known
-                    } else {
-                        transport = try TransportName(validating: name)
-                    }
+                    transport = try TransportName(matching: name)
                 } catch {
                     throw invocation.usageError("--transport: \(error.message)")
                 }

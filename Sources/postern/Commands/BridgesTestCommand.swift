@@ -52,7 +52,7 @@ struct BridgesTestCommand {
         let bootstrapTimeout = Duration.milliseconds(Int64(try number("bootstrap-timeout", default: 120, range: 1...3600) * 1000))
         var transportFilter: TransportName?
         if let name = arguments.value("transport") {
-            guard let transport = TransportName.known(matching: name) ?? TransportName(name) else {
+            guard let transport = try? TransportName(matching: name) else {
                 throw invocation.usageError("--transport: '\(name)' is not a transport name")
             }
             transportFilter = transport
@@ -61,8 +61,7 @@ struct BridgesTestCommand {
             throw invocation.usageError("cannot read --tor-options-file '\(file)'")
         }
         let selection = try requestedSelection()
-        let configuration: BridgeConfiguration
-        do { configuration = try invocation.bridgeStore().load() } catch { throw CommandFailure(error.message) }
+        let configuration = try invocation.bridgeStore().load()
         var candidates: [Candidate]
         do throws(BridgeConfigError) {
             candidates = try BridgeHealthCheck.candidates(selection, in: configuration, transport: transportFilter)

@@ -86,7 +86,7 @@ extension Command {
         run: { invocation in
             let positionals = try invocation.requirePositionals("a transport NAME")
             guard positionals.count == 1 else { throw invocation.usageError("remove takes one NAME, got \(positionals.count)") }
-            guard let name = TransportName.known(matching: positionals[0]) ?? TransportName(positionals[0]) else {
+            guard let name = try? TransportName(matching: positionals[0]) else {
                 throw invocation.usageError("'\(positionals[0].prefix(64))' is not a transport name")
             }
             let removed = try invocation.bridgeStore().update { try $0.removePlugin(serving: name) }
