@@ -61,7 +61,7 @@ public struct TransportPlugin: Hashable, Sendable {
             let word = String(part)
             // The word is not repeated: from a paste it may be anything, a cert included (found by
             // BridgeParserFuzzer in the CI run).
-            guard let name = TransportName.known(matching: word) ?? TransportName(word) else {
+            guard let name = try? TransportName(matching: word) else {
                 throw invalid(.badPluginName, "plugin name \(position + 1) is not a transport name (letters, digits and _, not starting with a digit)")
             }
             names.append(name)

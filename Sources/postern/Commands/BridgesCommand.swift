@@ -1,4 +1,3 @@
-import PosternSystem
 import BridgeConfig
 import BridgeQR
 import Foundation
@@ -64,12 +63,9 @@ extension Command {
             if positionals.contains("-") {
                 throw invocation.usageError("'-' (standard input) cannot be combined with bridge lines as arguments")
             }
-            // `postern bridges add obfs4 192.0.2.1:443 ...` without quotes splits one line into
-            // words; storing "192.0.2.1:443" alone as a vanilla bridge would be wrong.
-            if positionals.count > 1, let piece = positionals.first(where: looksLikePieceOfALine) {
-                let shown = TransportName.known(matching: piece) != nil || piece.lowercased() == "bridge"
-                    ? piece : Redacted(piece, policy: invocation.loggingPolicy).description
-                throw invocation.usageError("'\(shown)' is not a whole bridge line: each argument is one line, so put each line in quotes, e.g. postern bridges add 'obfs4 ADDRESS FINGERPRINT cert=... iat-mode=0'")
+            // `postern bridges add obfs4 192.0.2.1:443 ...` without quotes splits one line into words.
+            if let problem = BridgeImport.splitLineProblem(in: positionals, policy: invocation.loggingPolicy) {
+                throw invocation.usageError(problem)
             }
             InputReader.warnSecretOnCommandLine("a bridge line", instead: "'postern bridges add -' (standard input) or --file FILE",
                                                 output: invocation.output)
@@ -98,18 +94,11 @@ extension Command {
         options: [.flag("json", "print the list as JSON")],
         run: { invocation in
             try invocation.requireNoPositionals()
-            let configuration = try invocation.bridgeStore().load()
-            let policy = invocation.loggingPolicy
+            let listing = StoredBridgesListing(try invocation.bridgeStore().load(), policy: invocation.loggingPolicy)
             if invocation.json {
-                struct Listing: Encodable { let bridges: [BridgeListing]; let scrubbed: Bool }
-                try invocation.output.json(Listing(bridges: configuration.bridges.map { BridgeListing($0, policy: policy) },
-                                                   scrubbed: !policy.unsafeLogging))
-            } else if configuration.bridges.isEmpty {
-                invocation.output.print("no bridges stored (add some with 'postern bridges add')")
+                try invocation.output.json(listing)
             } else {
-                let enabled = configuration.bridges.filter(\.isEnabled).count
-                invocation.output.print(BridgeListing.table(configuration.bridges, policy: policy))
-                invocation.output.print("\(PlainText.counted(configuration.bridges.count, "bridge")), \(enabled) on")
+                invocation.output.print(listing.text)
             }
             return 0
         })
@@ -120,9 +109,8 @@ extension Command {
         synopsis: "ID...",
         details: "If any ID is unknown, nothing is removed (exit 1).",
         run: { invocation in
-            try changeBridges(invocation) { (configuration: inout BridgeConfiguration, id: BridgeID) throws(BridgeConfigError) -> String in
-                let removed = try configuration.remove(id)
-                return "removed \(id) (\(removed.line.transport.description(policy: invocation.loggingPolicy)))"
+            try changeBridges(invocation) { (configuration: inout BridgeConfiguration, ids: [BridgeID]) throws(BridgeConfigError) in
+                try configuration.remove(ids, policy: invocation.loggingPolicy)
             }
         })
 
@@ -140,35 +128,20 @@ extension Command {
         details: "If any ID is unknown, nothing is changed (exit 1).",
         run: { invocation in try setEnabled(false, invocation) })
 
-    /// One word of a bridge line given as its own argument: a transport name, the `Bridge`
-    /// keyword, or a key=value argument. None of these is a bridge line on its own.
-    private static func looksLikePieceOfALine(_ argument: String) -> Bool {
-        let words = argument.split(whereSeparator: \.isWhitespace)
-        guard words.count == 1, let word = words.first else { return false }
-        if word.contains("=") { return true }
-        return word.first.map { $0.isLetter || $0 == "_" } == true && word.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
-    }
-
     private static func setEnabled(_ enabled: Bool, _ invocation: Invocation) throws -> Int32 {
-        try changeBridges(invocation) { (configuration: inout BridgeConfiguration, id: BridgeID) throws(BridgeConfigError) -> String in
-            let word = enabled ? "on" : "off"
-            let transport = configuration.bridge(id).map { $0.line.transport.description(policy: invocation.loggingPolicy) } ?? "?"
-            if configuration.bridge(id)?.isEnabled == enabled { return "\(id) (\(transport)) was already \(word)" }
-            try configuration.setEnabled(enabled, for: id)
-            return "\(id) (\(transport)) is now \(word)"
+        try changeBridges(invocation) { (configuration: inout BridgeConfiguration, ids: [BridgeID]) throws(BridgeConfigError) in
+            try configuration.setEnabled(enabled, for: ids, policy: invocation.loggingPolicy)
         }
     }
 
-    /// Applies `change` to every ID under one lock; an unknown ID aborts the whole change.
+    /// Applies `change` to the IDs under one lock; an unknown ID aborts the whole change.
     private static func changeBridges(_ invocation: Invocation,
-                                      _ change: (inout BridgeConfiguration, BridgeID) throws(BridgeConfigError) -> String) throws -> Int32 {
+                                      _ change: (inout BridgeConfiguration, [BridgeID]) throws(BridgeConfigError) -> [String]) throws -> Int32 {
         let ids = try invocation.bridgeIDs()
         let store = try invocation.bridgeStore()
-        var messages: [String] = []
+        let messages: [String]
         do {
-            try store.update { configuration in
-                for id in ids { messages.append(try change(&configuration, id)) }
-            }
+            messages = try store.update { configuration in try change(&configuration, ids) }
         } catch let error as BridgeConfigError where error.code == .unknownBridgeID {
             throw CommandFailure("\(error.message); nothing was changed (see 'postern bridges list')")
         }
@@ -194,39 +167,22 @@ extension Command {
             .flag("enabled-only", "export only bridges that are switched on"),
         ],
         run: { invocation in
-            let format = invocation.arguments.value("format") ?? "torrc"
-            guard ["torrc", "json", "qr"].contains(format) else {
-                throw invocation.usageError("unknown format '\(format)' (use torrc, json or qr)")
+            let format: BridgeExportFormat
+            do throws(BridgeConfigError) {
+                format = try BridgeExportFormat(validating: invocation.arguments.value("format") ?? "torrc")
+            } catch {
+                throw invocation.usageError(error.message)
             }
             let ids = invocation.arguments.positionals.isEmpty ? [] : try invocation.bridgeIDs()
             let configuration = try invocation.bridgeStore().load()
-            var bridges = configuration.bridges
-            if !ids.isEmpty {
-                bridges = try ids.map { id in
-                    guard let bridge = configuration.bridge(id) else {
-                        throw CommandFailure("there is no bridge with the ID \(id) (see 'postern bridges list')")
-                    }
-                    return bridge
-                }
-            }
-            if invocation.arguments.flag("enabled-only") { bridges = bridges.filter(\.isEnabled) }
-            guard !bridges.isEmpty else {
-                throw CommandFailure(configuration.bridges.isEmpty ? "there are no bridges to export (add some with 'postern bridges add')"
-                                                                   : "none of the selected bridges is switched on")
-            }
+            let lines = try configuration.bridgesToExport(ids: ids, enabledOnly: invocation.arguments.flag("enabled-only")).map(\.line)
             switch format {
-            case "json":
-                try invocation.output.json(bridges.map(\.line.description))
-            case "qr":
-                do throws(QRCodeError) {
-                    invocation.output.print(try QRCode(bridgeLines: bridges.map(\.line)).terminalText())
-                } catch where error.code == .tooLarge {
-                    throw CommandFailure("\(PlainText.counted(bridges.count, "bridge")) do not fit in one QR code (\(error.message)); export fewer by giving their IDs")
-                } catch {
-                    throw CommandFailure("cannot make the QR code: \(error.message)")
-                }
+            case .json:
+                try invocation.output.json(lines.map(\.description))
+            case .qr:
+                invocation.output.print(try QRCode.exportText(bridgeLines: lines))
             default:
-                invocation.output.print((["UseBridges 1"] + bridges.map(\.line.torrcLine)).joined(separator: "\n"))
+                invocation.output.print(BridgeLine.torrcFragment(lines))
             }
             return 0
         })
@@ -248,41 +204,17 @@ extension Command {
             var transport: TransportName?
             if let name = invocation.arguments.value("transport") {
                 do throws(BridgeConfigError) {
-                    if let known = TransportName.known(matching: name) {
-                        transport = known
-                    } else {
-                        transport = try TransportName(validating: name)
-                    }
+                    transport = try TransportName(matching: name)
                 } catch {
                     throw invocation.usageError("--transport: \(error.message)")
                 }
             }
             let builtins = try BuiltinBridges.bundled(rules: Transports.argumentRules)
-            let policy = invocation.loggingPolicy
-            struct Entry: Encodable { let group: String; let transport: String; let line: String }
-            var entries: [Entry] = []
-            for group in builtins.groups.keys.sorted() {
-                for line in builtins.groups[group]! where transport == nil || line.transport == transport {
-                    entries.append(Entry(group: group, transport: line.transport.description(policy: policy),
-                                         line: line.description(policy: policy)))
-                }
-            }
-            if let transport, entries.isEmpty {
-                let available = builtins.transports.sorted().map(\.rawValue).joined(separator: ", ")
-                throw CommandFailure("there are no built-in bridges for \(transport.description(policy: policy)) (built-ins exist for \(available))")
-            }
+            let listing = try builtins.listing(transport: transport, policy: invocation.loggingPolicy)
             if invocation.json {
-                struct Listing: Encodable {
-                    let source: String; let sourceCommit: String?; let date: String?; let recommendedDefault: String?
-                    let bridges: [Entry]; let scrubbed: Bool
-                }
-                try invocation.output.json(Listing(source: builtins.source, sourceCommit: builtins.sourceCommit, date: builtins.date,
-                                                   recommendedDefault: builtins.recommendedDefault?.rawValue,
-                                                   bridges: entries, scrubbed: !policy.unsafeLogging))
+                try invocation.output.json(listing)
             } else {
-                invocation.output.print(PlainText.table(header: ["TRANSPORT", "GROUP", "BRIDGE"],
-                                                     rows: entries.map { [$0.transport, $0.group, $0.line] }))
-                invocation.output.print("\(PlainText.counted(entries.count, "built-in bridge")); source: \(builtins.source)")
+                invocation.output.print(listing.text)
             }
             return 0
         })

@@ -1,4 +1,3 @@
-import PosternSystem
 import BridgeConfig
 import Foundation
 import PosternRuntime
@@ -53,7 +52,7 @@ struct BridgesTestCommand {
         let bootstrapTimeout = Duration.milliseconds(Int64(try number("bootstrap-timeout", default: 120, range: 1...3600) * 1000))
         var transportFilter: TransportName?
         if let name = arguments.value("transport") {
-            guard let transport = TransportName.known(matching: name) ?? TransportName(name) else {
+            guard let transport = try? TransportName(matching: name) else {
                 throw invocation.usageError("--transport: '\(name)' is not a transport name")
             }
             transportFilter = transport
@@ -62,8 +61,7 @@ struct BridgesTestCommand {
             throw invocation.usageError("cannot read --tor-options-file '\(file)'")
         }
         let selection = try requestedSelection()
-        let configuration: BridgeConfiguration
-        do { configuration = try invocation.bridgeStore().load() } catch { throw CommandFailure(error.message) }
+        let configuration = try invocation.bridgeStore().load()
         var candidates: [Candidate]
         do throws(BridgeConfigError) {
             candidates = try BridgeHealthCheck.candidates(selection, in: configuration, transport: transportFilter)
@@ -80,7 +78,7 @@ struct BridgesTestCommand {
             // per transport at the start, not a skipped row per bridge.
             let split = BridgeHealthCheck(registry: registry, timeout: timeout).splitUntestable(candidates)
             for (transport, count) in split.untestable {
-                invocation.output.error("note: \(PlainText.counted(count, "built-in \(transport) bridge")) not tested: this build has no \(transport) client")
+                invocation.output.error("note: \(BridgeHealthReport.untestableNote(transport: transport, count: count))")
             }
             candidates = split.testable
         }
@@ -94,7 +92,6 @@ struct BridgesTestCommand {
         let workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-bridges-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? FileManager.default.removeItem(at: workDirectory) }
         let output = invocation.output
-        let started = ContinuousClock.now
         let check = BridgeHealthCheck(registry: registry, timeout: timeout, parallel: parallel, policy: policy)
         let total = candidates.count
         let bootstrapStep: (@Sendable (Candidate) async -> BridgeHealth.Step)? = bootstrap ? { @Sendable candidate in
@@ -103,43 +100,16 @@ struct BridgesTestCommand {
                                                    unsafeLogging: unsafe)
             return BridgeHealth.Step(result: outcome.succeeded ? .ok : .failed, milliseconds: outcome.milliseconds, detail: outcome.detail)
         } : nil
-        let results = await check.run(candidates, bootstrap: bootstrapStep,
-                                      progress: { count in output.progress("testing bridges: \(count)/\(total) done") })
+        let report = await check.report(candidates, bootstrap: bootstrapStep,
+                                        progress: { count in output.progress("testing bridges: \(count)/\(total) done") })
         output.endProgress()
         await Transports.stopPlugins()
-        let elapsed = (ContinuousClock.now - started).seconds
-        let dead = results.filter { !$0.alive }.count
-
         if invocation.json {
-            struct Report: Encodable {
-                let bridges: [BridgeHealth]; let alive: Int; let dead: Int; let seconds: Double; let scrubbed: Bool
-            }
-            try output.json(Report(bridges: results, alive: results.count - dead, dead: dead,
-                                   seconds: (elapsed * 1000).rounded() / 1000, scrubbed: !policy.unsafeLogging))
+            try output.json(report)
         } else {
-            func cell(_ step: BridgeHealth.Step?) -> String {
-                guard let step else { return "-" }
-                switch step.result {
-                case .ok: return step.milliseconds.map { String(format: "ok %.0f ms", $0) } ?? "ok"
-                case .skipped: return "skipped"
-                case .failed: return "FAILED"
-                }
-            }
-            // webtunnel's TLS step gets a column of its own; its HANDSHAKE is the upgrade and the 101.
-            let showsTLS = results.contains { $0.tls != nil }
-            var header = ["ID", "TRANSPORT", "TCP"] + (showsTLS ? ["TLS"] : []) + ["HANDSHAKE"]
-            if bootstrap { header.append("BOOTSTRAP") }
-            header += ["STATUS", "BRIDGE"]
-            let rows = results.map { health -> [String] in
-                var row = [health.id, health.transport, cell(health.tcp)] + (showsTLS ? [cell(health.tls)] : []) + [cell(health.handshake)]
-                if bootstrap { row.append(cell(health.bootstrap)) }
-                row += [health.alive ? "alive" : "DEAD: \(health.reason ?? "?")", health.bridge]
-                return row
-            }
-            output.print(PlainText.table(header: header, rows: rows))
-            output.print("\(PlainText.counted(results.count, "bridge")) tested in \(String(format: "%.1f", elapsed)) s: \(results.count - dead) alive, \(dead) dead")
+            output.print(report.text)
         }
-        return dead > 0 ? 1 : 0
+        return report.dead > 0 ? 1 : 0
     }
 
     private func number(_ name: String, default value: Double, range: ClosedRange<Double>) throws -> Double {

@@ -1,4 +1,3 @@
-import PosternSystem
 import Foundation
 import PosternAppLayer
 import PosternCore
@@ -59,40 +58,20 @@ struct GeoCommand {
         let seconds = try invocation.positiveSeconds("timeout", default: 120)
         let tor = try await TorRoute.open(invocation, dataDirectory: invocation.paths.stateDirectory.appendingPathComponent("tor-geo"),
                                           command: "postern geo")
-        let directory = GeoRelayDirectory(sourceURL: url, cacheFile: cacheFile, http: ProxiedHTTPClient(activation: tor.activation))
-        let ready = await tor.activation.torWanted ? await tor.activation.waitForRoute(timeout: .milliseconds(Int64(seconds * 1000))) : true
-        let outcome: GeoRefreshOutcome? = ready ? await directory.refresh(force: invocation.arguments.flag("force")) : nil
+        let force = invocation.arguments.flag("force")
+        let report = await GeoRelayDirectory.refresh(from: url, cacheFile: cacheFile, through: tor.activation, force: force,
+                                                     readinessTimeout: .milliseconds(Int64(seconds * 1000)))
         await tor.close()
-        let count = await directory.relays.count
-        let json = invocation.json
-        let output = invocation.output
-        switch outcome {
-        case nil:
-            throw CommandFailure("tor was not ready within \(Int(seconds)) s; nothing was fetched, the cache is unchanged")
-        case .fetched(let relays)?:
-            if json { output.print(#"{"outcome":"fetched","relays":\#(relays)}"#) } else { output.print("fetched \(relays) relays") }
-            return 0
-        case .notDue?:
-            if json { output.print(#"{"outcome":"not-due","relays":\#(count)}"#) } else {
-                output.print("not due: the cache (\(count) relays) is less than 24 h old; --force fetches anyway")
-            }
-            return 0
-        case .backingOff(let until)?:
-            throw CommandFailure("backing off after failures until \(until)")
-        case .skippedTorNotReady?:
-            throw CommandFailure("tor is wanted and not ready: nothing was fetched, the cache is unchanged")
-        case .failed(let error)?:
-            throw CommandFailure("fetch failed: \(error.message); the cache is unchanged")
-        }
+        guard report.succeeded else { throw CommandFailure(report.text) }
+        invocation.output.print(invocation.json ? report.jsonLine : report.text)
+        return 0
     }
 
     func show() throws -> Int32 {
         try invocation.requireNoPositionals()
         var place: (GeoCoordinate, Int)?
         if let near = invocation.arguments.value("near") {
-            let parts = near.split(separator: ",").map { Double($0.trimmingCharacters(in: .whitespaces)) }
-            guard parts.count == 2, let latitude = parts[0], let longitude = parts[1], (-90...90).contains(latitude),
-                  (-180...180).contains(longitude) else {
+            guard let coordinate = GeoCoordinate(parsing: near) else {
                 throw invocation.usageError("--near needs LAT,LON in degrees (e.g. 48.85,2.35), not '\(near)'")
             }
             var count = 5
@@ -102,7 +81,7 @@ struct GeoCommand {
                 }
                 count = number
             }
-            place = (GeoCoordinate(latitude: latitude, longitude: longitude), count)
+            place = (coordinate, count)
         }
         let cached: [GeoRelay]?
         do throws(AppLayerError) { cached = try GeoRelayDirectory.cachedRelays(in: cacheFile, near: place?.0, count: place?.1 ?? 5) } catch {
@@ -110,11 +89,9 @@ struct GeoCommand {
         }
         guard let relays = cached else { throw CommandFailure("no cached directory yet: 'postern geo refresh' fetches it") }
         if invocation.json {
-            struct Listing: Encodable { let url: String; let latitude: Double; let longitude: Double }
-            try invocation.output.json(relays.map { Listing(url: $0.url, latitude: $0.latitude, longitude: $0.longitude) })
+            try invocation.output.json(relays.map(GeoRelayListing.init))
         } else {
-            invocation.output.print(PlainText.table(header: ["RELAY", "LATITUDE", "LONGITUDE"],
-                                                 rows: relays.map { [$0.url, String($0.latitude), String($0.longitude)] }))
+            invocation.output.print(GeoRelayListing.table(relays))
         }
         return 0
     }

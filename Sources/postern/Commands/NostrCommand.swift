@@ -63,7 +63,7 @@ struct NostrSession: Sendable {
     init(_ invocation: Invocation) { self.invocation = invocation }
 
     func loadOrCreateKey() throws -> NostrKeyPair {
-        let path = invocation.arguments.value("key-file") ?? invocation.paths.configDirectory.appendingPathComponent("nostr-key").path
+        let path = invocation.arguments.value("key-file") ?? NostrKeyFile.defaultPath(inConfigDirectory: invocation.paths.configDirectory)
         do { return try NostrKeyFile.loadOrCreate(at: path) } catch { throw CommandFailure(error.message) }
     }
 
@@ -95,19 +95,22 @@ struct NostrSession: Sendable {
     func send() async throws -> Int32 {
         let arguments = invocation.arguments
         guard let recipient = arguments.value("to") else { throw invocation.usageError("send needs --to PUBKEY") }
-        guard recipient.count == 64, recipient.allSatisfy(\.isHexDigit) else {
-            throw invocation.usageError("--to '\(recipient)': a public key is 64 hex digits")
+        let recipientKey: NostrPublicKey
+        do throws(AppLayerError) {
+            recipientKey = try NostrPublicKey(validating: recipient)
+        } catch {
+            throw invocation.usageError("--to '\(recipient)': \(error.message)")
         }
         let message: String
         if let file = arguments.value("message-file") {
             guard arguments.positionals.isEmpty else { throw invocation.usageError("give the message either with --message-file or as MESSAGE, not both") }
-            message = try Self.messageText(InputReader.read(file, output: invocation.output).text)
+            message = try NIP17.messageText(fromInput: InputReader.read(file, output: invocation.output).text)
         } else {
             guard arguments.positionals.count == 1 else {
                 throw invocation.usageError("send takes the message on standard input (-), with --message-file FILE, or as one MESSAGE argument")
             }
             if arguments.positionals[0] == "-" {
-                message = try Self.messageText(InputReader.read("-", output: invocation.output).text)
+                message = try NIP17.messageText(fromInput: InputReader.read("-", output: invocation.output).text)
             } else {
                 InputReader.warnSecretOnCommandLine("a message", instead: "'postern nostr send --to PUBKEY -' (standard input) or --message-file FILE",
                                                     output: invocation.output)
@@ -117,7 +120,7 @@ struct NostrSession: Sendable {
         guard !message.isEmpty else { throw invocation.usageError("the message is empty") }
         let seconds = try invocation.positiveSeconds("timeout", default: 120)
         let keys = try loadOrCreateKey()
-        let wrap = try NIP17.giftWrap(message: message, from: keys, to: recipient.lowercased())
+        let wrap = try NIP17.giftWrap(message: message, from: keys, to: recipientKey)
         let (tor, manager) = try await start()
         let output = invocation.output
         let accepted = await manager.publish(wrap, awaitingAcceptanceFor: .milliseconds(Int64(seconds * 1000))) { relay, text in
@@ -126,19 +129,9 @@ struct NostrSession: Sendable {
         await manager.disconnect()
         await tor.close()
         guard let relay = accepted else { throw CommandFailure("no relay accepted the message within \(Int(seconds)) s") }
-        if invocation.json {
-            invocation.output.print("{\"sent\":\"\(wrap.id)\",\"relay\":\"\(relay)\"}")
-        } else {
-            invocation.output.print("sent \(wrap.id) (accepted by \(relay))")
-        }
+        let receipt = NostrSendReceipt(eventID: wrap.id, relay: relay)
+        invocation.output.print(invocation.json ? receipt.jsonLine : receipt.text)
         return 0
-    }
-
-    /// A message read from a file or standard input, without the newline that ends its last line.
-    private static func messageText(_ text: String) -> String {
-        if text.hasSuffix("\r\n") { return String(text.dropLast(2)) }
-        if text.hasSuffix("\n") { return String(text.dropLast()) }
-        return text
     }
 
     func listen() async throws -> Int32 {
@@ -153,39 +146,15 @@ struct NostrSession: Sendable {
         let (tor, manager) = try await start()
         let inbox = await manager.privateMessages(for: keys)
         if !invocation.json { invocation.output.print("listening as \(keys.publicKeyHex)") }
-        let reader = Task { () -> Int in
-            var count = 0
-            for await message in inbox {
-                count += 1
-                if invocation.json {
-                    invocation.output.print("{\"from\":\"\(message.sender)\",\"created_at\":\(message.createdAt),\"message\":\(jsonString(message.content))}")
-                } else {
-                    invocation.output.print("from \(message.sender): \(message.content)")
-                }
-                if let limit, count >= limit { break }
-            }
-            return count
-        }
+        let output = invocation.output
+        let json = invocation.json
         let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
-        let interrupter = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await stop.wait() }
-                group.addTask { try? await Task.sleep(for: .seconds(seconds)) }
-                await group.next()
-                group.cancelAll()
-            }
-            reader.cancel()
-        }
-        let received = await reader.value
-        interrupter.cancel()
+        let received = await PrivateMessage.read(inbox, limit: limit, timeout: .milliseconds(Int64(seconds * 1000)),
+                                                 interrupted: { await stop.wait() },
+                                                 received: { message in output.print(json ? message.jsonLine : message.text) })
         await manager.disconnect()
         await tor.close()
         if let limit, received < limit { throw CommandFailure("received \(received) of \(limit) messages") }
         return 0
-    }
-
-    private func jsonString(_ text: String) -> String {
-        let data = (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8)
-        return String(decoding: data, as: UTF8.self)
     }
 }

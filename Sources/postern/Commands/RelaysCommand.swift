@@ -1,4 +1,3 @@
-import PosternSystem
 import BridgeConfig
 import Foundation
 
@@ -19,16 +18,11 @@ extension Command {
         options: [.flag("json", "print the list as JSON")],
         run: { invocation in
             try invocation.requireNoPositionals()
-            let configuration = try invocation.bridgeStore().load()
+            let listing = NostrRelayListing(try invocation.bridgeStore().load())
             if invocation.json {
-                struct Listing: Encodable { let builtin: [String]; let custom: [String]; let maximumCustom: Int }
-                try invocation.output.json(Listing(builtin: NostrRelayURL.builtin.map(\.rawValue),
-                                                   custom: configuration.customRelays.map(\.rawValue),
-                                                   maximumCustom: NostrRelayURL.maximumCustom))
+                try invocation.output.json(listing)
             } else {
-                let rows = NostrRelayURL.builtin.map { [$0.rawValue, "built-in"] } + configuration.customRelays.map { [$0.rawValue, "custom"] }
-                invocation.output.print(PlainText.table(header: ["RELAY", "KIND"], rows: rows))
-                invocation.output.print("\(NostrRelayURL.builtin.count) built-in, \(configuration.customRelays.count) custom (up to \(NostrRelayURL.maximumCustom) custom)")
+                invocation.output.print(listing.text)
             }
             return 0
         })
@@ -39,9 +33,7 @@ extension Command {
         synopsis: "URL...",
         details: "Each URL is added or reported on its own; the exit status is 1 if any was not added.",
         run: { invocation in
-            try changeRelays(invocation, verb: "added") { (configuration: inout BridgeConfiguration, text: String) throws(BridgeConfigError) -> String in
-                try configuration.addRelay(text).rawValue
-            }
+            try changeRelays(invocation) { configuration, inputs in configuration.addRelays(inputs) }
         })
 
     static let relaysRemove = Command(
@@ -50,32 +42,15 @@ extension Command {
         synopsis: "URL...",
         details: "Each URL is removed or reported on its own; the exit status is 1 if any was not removed.",
         run: { invocation in
-            try changeRelays(invocation, verb: "removed") { (configuration: inout BridgeConfiguration, text: String) throws(BridgeConfigError) -> String in
-                let relay = try NostrRelayURL(normalizing: text)
-                try configuration.removeRelay(text)
-                return relay.rawValue
-            }
+            try changeRelays(invocation) { configuration, inputs in configuration.removeRelays(inputs) }
         })
 
-    private static func changeRelays(_ invocation: Invocation, verb: String,
-                                     _ change: (inout BridgeConfiguration, String) throws(BridgeConfigError) -> String) throws -> Int32 {
+    /// Applies `change` to the URLs under one lock; each URL is changed or reported on its own.
+    private static func changeRelays(_ invocation: Invocation,
+                                     _ change: (inout BridgeConfiguration, [String]) -> NostrRelayChangeReport) throws -> Int32 {
         let inputs = try invocation.requirePositionals("at least one relay URL")
-        var lines: [String] = []
-        var failures = 0
-        try invocation.bridgeStore().update { configuration in
-            for input in inputs {
-                do throws(BridgeConfigError) {
-                    lines.append("\(verb) \(try change(&configuration, input))")
-                } catch {
-                    failures += 1
-                    lines.append("not \(verb): \(input): \(error.message)")
-                }
-            }
-        }
-        let succeeded = inputs.count - failures
-        var summary = "\(verb) \(PlainText.counted(succeeded, "relay"))"
-        if failures > 0 { summary += "; \(failures) not \(verb)" }
-        invocation.output.print((lines + [summary]).joined(separator: "\n"))
-        return failures > 0 ? 1 : 0
+        let report = try invocation.bridgeStore().update { configuration in change(&configuration, inputs) }
+        invocation.output.print(report.text)
+        return report.failed ? 1 : 0
     }
 }

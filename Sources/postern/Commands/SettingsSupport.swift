@@ -1,4 +1,3 @@
-import PosternSystem
 import BridgeConfig
 import Foundation
 import PosternRuntime
@@ -51,37 +50,5 @@ extension Invocation {
             if !ids.contains(id) { ids.append(id) }
         }
         return ids
-    }
-}
-
-extension BridgeConfigError {
-    /// Malformed input named on the command line is a usage error (exit 64); everything else
-    /// (unknown ID, limits, storage) is a failure (exit 1).
-    func asUsageError(in invocation: Invocation) -> any Error {
-        kind == .invalidInput ? invocation.usageError(message) : self
-    }
-}
-
-/// A stored bridge as listings show it: never the address, fingerprint or cert unless unsafe.
-struct BridgeListing: Encodable {
-    let id: String
-    let enabled: Bool
-    let transport: String
-    /// The line, scrubbed unless `--unsafe-logging`.
-    let line: String
-
-    init(_ bridge: StoredBridge, policy: LoggingPolicy) {
-        id = bridge.id.rawValue
-        enabled = bridge.isEnabled
-        transport = bridge.line.transport.description(policy: policy)
-        line = bridge.line.description(policy: policy)
-    }
-
-    static func table(_ bridges: [StoredBridge], policy: LoggingPolicy) -> String {
-        let rows = bridges.map { bridge -> [String] in
-            let listing = BridgeListing(bridge, policy: policy)
-            return [listing.id, listing.enabled ? "on" : "off", listing.transport, listing.line]
-        }
-        return PlainText.table(header: ["ID", "STATE", "TRANSPORT", "BRIDGE"], rows: rows)
     }
 }

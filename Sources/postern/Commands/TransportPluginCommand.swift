@@ -1,4 +1,3 @@
-import PosternSystem
 import PosternRuntime
 import BridgeConfig
 import Foundation
@@ -59,9 +58,8 @@ extension Command {
             } catch {
                 throw invocation.usageError(error.message)
             }
-            let builtins = Transports.builtinNames
-            if plugin.replacesBuiltin, !plugin.names.contains(where: { builtins.contains($0.rawValue) }) {
-                throw invocation.usageError("--replace-builtin is for a name Postern implements itself (\(builtins.joined(separator: ", "))); \(plugin.names.map(\.rawValue).joined(separator: ",")) is none")
+            if let problem = plugin.replacementProblem {
+                throw invocation.usageError(problem)
             }
             try TransportPlugin.checkExecutable(plugin.executable)
             try invocation.bridgeStore().update { try $0.addPlugin(plugin) }
@@ -69,13 +67,7 @@ extension Command {
                 try invocation.output.json(PluginListing(plugin))
                 return 0
             }
-            var lines = ["stored the plugin \(plugin.names.map(\.rawValue).joined(separator: ",")): \(plugin.executable)"]
-            for name in plugin.names where builtins.contains(name.rawValue) {
-                lines.append(plugin.replacesBuiltin
-                    ? "\(name): the plugin replaces Postern's own \(name) everywhere"
-                    : "\(name): Postern keeps using its own \(name); the plugin is used where asked for ('postern ab \(name) plugin:\(name)'); add it with --replace-builtin to use it everywhere")
-            }
-            invocation.output.print(lines.joined(separator: "\n"))
+            invocation.output.print(plugin.storedText)
             return 0
         })
 
@@ -94,11 +86,11 @@ extension Command {
         run: { invocation in
             let positionals = try invocation.requirePositionals("a transport NAME")
             guard positionals.count == 1 else { throw invocation.usageError("remove takes one NAME, got \(positionals.count)") }
-            guard let name = TransportName.known(matching: positionals[0]) ?? TransportName(positionals[0]) else {
+            guard let name = try? TransportName(matching: positionals[0]) else {
                 throw invocation.usageError("'\(positionals[0].prefix(64))' is not a transport name")
             }
             let removed = try invocation.bridgeStore().update { try $0.removePlugin(serving: name) }
-            invocation.output.print("removed the plugin \(removed.names.map(\.rawValue).joined(separator: ",")): \(removed.executable)")
+            invocation.output.print(removed.removedText)
             return 0
         })
 
@@ -109,32 +101,7 @@ extension Command {
             try invocation.output.json(plugins.map(PluginListing.init))
             return 0
         }
-        guard !plugins.isEmpty else {
-            invocation.output.print("no plugins (add one with 'postern transport plugin add obfs4 /usr/bin/obfs4proxy')")
-            return 0
-        }
-        invocation.output.print(PlainText.table(header: ["NAMES", "USED FOR", "COMMAND"], rows: plugins.map { plugin in
-            [plugin.names.map(\.rawValue).joined(separator: ","), plugin.routes(builtinNames: Transports.builtinNames).joined(separator: ","),
-             ([plugin.executable] + plugin.arguments).map(TransportPlugin.shellQuoted).joined(separator: " ")]
-        }))
+        invocation.output.print(PluginListing.text(plugins))
         return 0
-    }
-}
-
-/// A plugin as `plugin list --json` shows it.
-struct PluginListing: Encodable {
-    let names: [String]
-    let path: String
-    let arguments: [String]
-    let replacesBuiltin: Bool
-    /// The routes the plugin is used for: the name itself, or `plugin:NAME` where Postern keeps its own.
-    let routes: [String]
-
-    init(_ plugin: TransportPlugin) {
-        names = plugin.names.map(\.rawValue)
-        path = plugin.executable
-        arguments = plugin.arguments
-        replacesBuiltin = plugin.replacesBuiltin
-        routes = plugin.routes(builtinNames: Transports.builtinNames)
     }
 }

@@ -1,0 +1,85 @@
+import BridgeConfig
+import Foundation
+import PosternSystem
+
+/// One run of the health check as `postern bridges test` reports it: the results in the
+/// candidates' order with the counts, as JSON (`bridges`, `alive`, `dead`, `seconds`, `scrubbed`)
+/// or as ``text``.
+public struct BridgeHealthReport: Encodable, Sendable {
+    public let bridges: [BridgeHealth]
+    public let alive: Int
+    public let dead: Int
+    /// How long the run took, rounded to milliseconds.
+    public let seconds: Double
+    /// Whether the lines are scrubbed (the policy is not unsafe).
+    public let scrubbed: Bool
+    /// The unrounded time, for the text's one decimal.
+    private let elapsed: Double
+    /// Whether a bootstrap was asked for (the table then has a BOOTSTRAP column).
+    private let bootstrapped: Bool
+
+    private enum CodingKeys: String, CodingKey { case bridges, alive, dead, seconds, scrubbed }
+
+    public init(_ results: [BridgeHealth], elapsed: Duration, bootstrapped: Bool, policy: LoggingPolicy) {
+        bridges = results
+        dead = results.filter { !$0.alive }.count
+        alive = results.count - dead
+        self.elapsed = elapsed.seconds
+        seconds = (self.elapsed * 1000).rounded() / 1000
+        scrubbed = !policy.unsafeLogging
+        self.bootstrapped = bootstrapped
+    }
+
+    /// A row per bridge: ID, TRANSPORT, TCP, TLS (only when a webtunnel bridge was tested: its
+    /// HANDSHAKE is then the upgrade and the 101), HANDSHAKE, BOOTSTRAP (when asked for), STATUS
+    /// ("alive" or "DEAD: reason") and the BRIDGE line.
+    public var table: String {
+        let showsTLS = bridges.contains { $0.tls != nil }
+        var header = ["ID", "TRANSPORT", "TCP"] + (showsTLS ? ["TLS"] : []) + ["HANDSHAKE"]
+        if bootstrapped { header.append("BOOTSTRAP") }
+        header += ["STATUS", "BRIDGE"]
+        let rows = bridges.map { health -> [String] in
+            var row = [health.id, health.transport, Self.cell(health.tcp)] + (showsTLS ? [Self.cell(health.tls)] : [])
+            row.append(Self.cell(health.handshake))
+            if bootstrapped { row.append(Self.cell(health.bootstrap)) }
+            row += [health.alive ? "alive" : "DEAD: \(health.reason ?? "?")", health.bridge]
+            return row
+        }
+        return PlainText.table(header: header, rows: rows)
+    }
+
+    /// "3 bridges tested in 1.2 s: 2 alive, 1 dead".
+    public var summary: String {
+        "\(PlainText.counted(bridges.count, "bridge")) tested in \(String(format: "%.1f", elapsed)) s: \(alive) alive, \(dead) dead"
+    }
+
+    /// The table and the summary.
+    public var text: String { table + "\n" + summary }
+
+    /// A step in a table cell: "ok 12 ms" (or "ok" without a time), "skipped", "FAILED", or "-"
+    /// for a step that did not run.
+    public static func cell(_ step: BridgeHealth.Step?) -> String {
+        guard let step else { return "-" }
+        switch step.result {
+        case .ok: return step.milliseconds.map { String(format: "ok %.0f ms", $0) } ?? "ok"
+        case .skipped: return "skipped"
+        case .failed: return "FAILED"
+        }
+    }
+
+    /// The note for built-in bridges of a transport this build has no client for
+    /// (``BridgeHealthCheck/splitUntestable(_:)``): "2 built-in meek_lite bridges not tested: ...".
+    public static func untestableNote(transport: String, count: Int) -> String {
+        "\(PlainText.counted(count, "built-in \(transport) bridge")) not tested: this build has no \(transport) client"
+    }
+}
+
+extension BridgeHealthCheck {
+    /// ``run(_:bootstrap:progress:)`` timed, as a report.
+    public func report(_ candidates: [Candidate], bootstrap: (@Sendable (Candidate) async -> BridgeHealth.Step)? = nil,
+                       progress: @escaping @Sendable (Int) -> Void = { _ in }) async -> BridgeHealthReport {
+        let started = ContinuousClock.now
+        let results = await run(candidates, bootstrap: bootstrap, progress: progress)
+        return BridgeHealthReport(results, elapsed: ContinuousClock.now - started, bootstrapped: bootstrap != nil, policy: policy)
+    }
+}
