@@ -21,7 +21,8 @@ public struct BridgeListing: Encodable, Hashable, Sendable {
         table(bridges.map { BridgeListing($0, policy: policy) })
     }
 
-    static func table(_ listings: [BridgeListing]) -> String {
+    /// Listings made before (``init(_:policy:)``) as the same table.
+    public static func table(_ listings: [BridgeListing]) -> String {
         PlainText.table(header: ["ID", "STATE", "TRANSPORT", "BRIDGE"],
                         rows: listings.map { [$0.id, $0.enabled ? "on" : "off", $0.transport, $0.line] })
     }

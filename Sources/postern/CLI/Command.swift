@@ -12,6 +12,15 @@ struct Invocation: Sendable {
     var paths: PosternPaths { PosternPaths(configDirectoryOverride: arguments.value("config-dir")) }
 
     func usageError(_ message: String) -> UsageError { UsageError(message, command: commandPath) }
+
+    /// A result on standard output: as JSON with --json, else its text form.
+    func render(_ value: some Encodable, text: @autoclosure () -> String) throws {
+        if json {
+            try output.json(value)
+        } else {
+            output.print(text())
+        }
+    }
 }
 
 /// A command or a group of subcommands. Every command answers `--help`.

@@ -95,11 +95,7 @@ extension Command {
         run: { invocation in
             try invocation.requireNoPositionals()
             let listing = StoredBridgesListing(try invocation.bridgeStore().load(), policy: invocation.loggingPolicy)
-            if invocation.json {
-                try invocation.output.json(listing)
-            } else {
-                invocation.output.print(listing.text)
-            }
+            try invocation.render(listing, text: listing.text)
             return 0
         })
 
@@ -211,11 +207,7 @@ extension Command {
             }
             let builtins = try BuiltinBridges.bundled(rules: Transports.argumentRules)
             let listing = try builtins.listing(transport: transport, policy: invocation.loggingPolicy)
-            if invocation.json {
-                try invocation.output.json(listing)
-            } else {
-                invocation.output.print(listing.text)
-            }
+            try invocation.render(listing, text: listing.text)
             return 0
         })
 }
@@ -226,11 +218,7 @@ extension Invocation {
         let options = BridgeImport.Options(dryRun: arguments.flag("dry-run"), allOrNothing: arguments.flag("all-or-nothing"),
                                            acceptPlugins: arguments.flag("accept-plugins"), policy: loggingPolicy)
         let report = try BridgeImport.run(text, source: source, into: try bridgeStore(), options: options)
-        if json {
-            try output.json(report)
-        } else {
-            output.print((report.items.map(\.text) + [report.summary]).joined(separator: "\n"))
-        }
+        try render(report, text: (report.items.map(\.text) + [report.summary]).joined(separator: "\n"))
         return report.failed ? 1 : 0
     }
 }

@@ -104,11 +104,7 @@ struct BridgesTestCommand {
                                         progress: { count in output.progress("testing bridges: \(count)/\(total) done") })
         output.endProgress()
         await Transports.stopPlugins()
-        if invocation.json {
-            try output.json(report)
-        } else {
-            output.print(report.text)
-        }
+        try invocation.render(report, text: report.text)
         return report.dead > 0 ? 1 : 0
     }
 

@@ -88,11 +88,7 @@ struct GeoCommand {
             throw CommandFailure("the cached directory is invalid: \(error.message)")
         }
         guard let relays = cached else { throw CommandFailure("no cached directory yet: 'postern geo refresh' fetches it") }
-        if invocation.json {
-            try invocation.output.json(relays.map(GeoRelayListing.init))
-        } else {
-            invocation.output.print(GeoRelayListing.table(relays))
-        }
+        try invocation.render(relays.map(GeoRelayListing.init), text: GeoRelayListing.table(relays))
         return 0
     }
 }

@@ -19,11 +19,7 @@ extension Command {
         run: { invocation in
             try invocation.requireNoPositionals()
             let listing = NostrRelayListing(try invocation.bridgeStore().load())
-            if invocation.json {
-                try invocation.output.json(listing)
-            } else {
-                invocation.output.print(listing.text)
-            }
+            try invocation.render(listing, text: listing.text)
             return 0
         })
 

@@ -12,12 +12,8 @@ extension Command {
         run: { invocation in
             try invocation.requireNoPositionals()
             let enabled = try invocation.bridgeStore().load().torEnabled
-            if invocation.json {
-                struct Shown: Encodable { let torEnabled: Bool }
-                try invocation.output.json(Shown(torEnabled: enabled))
-            } else {
-                invocation.output.print(TorPreference.text(enabled: enabled))
-            }
+            struct Shown: Encodable { let torEnabled: Bool }
+            try invocation.render(Shown(torEnabled: enabled), text: TorPreference.text(enabled: enabled))
             return 0
         })
 

@@ -18,11 +18,7 @@ extension Command {
         run: { invocation in
             try invocation.requireNoPositionals()
             let table = try invocation.assistLimits()
-            if invocation.json {
-                try invocation.output.json(table.listing)
-            } else {
-                invocation.output.print(table.textTable)
-            }
+            try invocation.render(table.listing, text: table.textTable)
             return 0
         })
 

@@ -63,11 +63,7 @@ extension Command {
             }
             try TransportPlugin.checkExecutable(plugin.executable)
             try invocation.bridgeStore().update { try $0.addPlugin(plugin) }
-            if invocation.json {
-                try invocation.output.json(PluginListing(plugin))
-                return 0
-            }
-            invocation.output.print(plugin.storedText)
+            try invocation.render(PluginListing(plugin), text: plugin.storedText)
             return 0
         })
 
@@ -97,11 +93,7 @@ extension Command {
     private static func listPlugins(_ invocation: Invocation) throws -> Int32 {
         try invocation.requireNoPositionals()
         let plugins = try invocation.bridgeStore().load().plugins
-        if invocation.json {
-            try invocation.output.json(plugins.map(PluginListing.init))
-            return 0
-        }
-        invocation.output.print(PluginListing.text(plugins))
+        try invocation.render(plugins.map(PluginListing.init), text: PluginListing.text(plugins))
         return 0
     }
 }
