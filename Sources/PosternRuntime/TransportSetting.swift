@@ -19,9 +19,10 @@ public struct TransportSetting: Sendable, Encodable {
     /// How many enabled bridges the chosen transport has; nil for auto and direct.
     public var enabledBridges: Int? { selection.transport.map { configuration.enabledBridges(of: $0).count } }
 
-    /// "transport: obfs4", then which bridges that means (or what auto and direct do), and a
-    /// note when Tor is off.
-    public func lines(policy: LoggingPolicy) -> [String] {
+    /// "transport: obfs4", then which bridges that means (or what auto and direct do), a note when
+    /// Tor is off, and for auto the route that connected last time (`lastGoodRoute`,
+    /// ``AssistFiles/readLastGoodRoute(in:)``), which goes first.
+    public func lines(policy: LoggingPolicy, lastGoodRoute: String? = nil) -> [String] {
         var lines = ["transport: \(Self.name(selection, policy: policy))"]
         switch selection {
         case .auto:
@@ -41,6 +42,7 @@ public struct TransportSetting: Sendable, Encodable {
             }
         }
         if !configuration.torEnabled { lines.append("note: Tor is off, so no transport is used ('postern tor on' to turn it on)") }
+        if selection == .auto, let lastGoodRoute { lines.append("last good route: \(lastGoodRoute) (tried first)") }
         return lines
     }
 

@@ -94,8 +94,11 @@ import Testing
     @Test func transportSettingLinesAndJSON() throws {
         var configuration = BridgeConfiguration()
         configuration.transport = .direct
-        #expect(TransportSetting(configuration).lines(policy: .safe)
+        #expect(TransportSetting(configuration).lines(policy: .safe, lastGoodRoute: "obfs4")
             == ["transport: direct", "Tor connects without bridges (visible to a censor as Tor traffic)."])
+        configuration.transport = .auto
+        #expect(TransportSetting(configuration).lines(policy: .safe, lastGoodRoute: "obfs4").last == "last good route: obfs4 (tried first)")
+        #expect(TransportSetting(configuration).lines(policy: .safe).count == 2)
         configuration.transport = TransportSelection(.obfs4)
         let obfs4 = TransportSetting(configuration)
         #expect(obfs4.enabledBridges == 0)

@@ -56,8 +56,7 @@ extension Command {
             try invocation.requireNoPositionals()
             let runs = TrialHistory(stateDirectory: invocation.paths.stateDirectory).load()
             if invocation.json {
-                let entries = runs.map(TrialHistory.Entry.init)
-                invocation.output.print(String(decoding: try ABResult.encoder().encode(entries), as: UTF8.self))
+                try invocation.output.json(runs.map(TrialHistory.Entry.init))
                 return 0
             }
             guard !runs.isEmpty else {
@@ -106,11 +105,7 @@ extension Command {
                 throw CommandFailure("\(error)")
             }
             let merged = MergedRuns.merge(results)
-            if invocation.json {
-                invocation.output.print(String(decoding: try ABResult.encoder().encode(merged), as: UTF8.self))
-                return 0
-            }
-            invocation.output.print(merged.textReport)
+            try invocation.render(merged, text: merged.textReport)
             return 0
         })
 }
@@ -141,7 +136,7 @@ struct ABSession {
         let report = outcome.result.textReport
         if arguments.flag("json") {
             output.error(report)
-            output.print(String(decoding: try ABResult.encoder().encode(outcome.result), as: UTF8.self))
+            try output.json(outcome.result)
         } else if arguments.flag("csv") {
             output.error(report)
             output.print(outcome.result.csv, terminator: "")

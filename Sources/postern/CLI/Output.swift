@@ -46,9 +46,11 @@ final class Output: Sendable {
         if errorIsTerminal { write("\r\u{1B}[2K", to: STDERR_FILENO) }
     }
 
+    /// Pretty, sorted keys, dates as ISO 8601 (the form `ABResult.encoder()` writes saved runs in).
     func json(_ value: some Encodable) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 

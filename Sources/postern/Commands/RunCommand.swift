@@ -46,9 +46,7 @@ struct RunCommand {
 
     func run() async throws -> Int32 {
         let arguments = invocation.arguments
-        guard arguments.positionals.isEmpty else {
-            throw invocation.usageError("unexpected argument '\(arguments.positionals[0])'")
-        }
+        try invocation.requireNoPositionals()
         let output = invocation.output
         let paths = invocation.paths
         var strategy = AssistStrategy.race

@@ -9,17 +9,11 @@ extension Command {
         details: "Reads the status that 'postern run' publishes in the state directory. Exits 1 when nothing runs.",
         options: [.flag("json", "print the status as JSON")],
         run: { invocation in
-            guard invocation.arguments.positionals.isEmpty else {
-                throw invocation.usageError("unexpected argument '\(invocation.arguments.positionals[0])'")
-            }
+            try invocation.requireNoPositionals()
             let file = invocation.paths.runStatusFile
             // The runtime's test of a live `postern run` (the file parses, its pid lives), as `nostr` and `geo` attach.
             guard let record = RunningSession.find(statusFile: file)?.record else {
-                if invocation.json {
-                    invocation.output.print(#"{"running":false,"state":"idle"}"#)
-                } else {
-                    invocation.output.print("not running")
-                }
+                invocation.output.print(invocation.json ? #"{"running":false,"state":"idle"}"# : "not running")
                 return 1
             }
             invocation.output.print(invocation.json ? try record.jsonLine() : record.text)

@@ -18,15 +18,8 @@ extension Command {
         run: { invocation in
             try invocation.requireNoPositionals()
             let setting = TransportSetting(try invocation.bridgeStore().load())
-            if invocation.json {
-                try invocation.output.json(setting)
-            } else {
-                var lines = setting.lines(policy: invocation.loggingPolicy)
-                if setting.selection == .auto, let last = AssistFiles.readLastGoodRoute(in: invocation.paths.stateDirectory) {
-                    lines.append("last good route: \(last) (tried first)")
-                }
-                invocation.output.print(lines.joined(separator: "\n"))
-            }
+            let lastGood = AssistFiles.readLastGoodRoute(in: invocation.paths.stateDirectory)
+            try invocation.render(setting, text: setting.lines(policy: invocation.loggingPolicy, lastGoodRoute: lastGood).joined(separator: "\n"))
             return 0
         })
 
