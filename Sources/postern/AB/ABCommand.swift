@@ -197,16 +197,14 @@ struct ABSession {
         do throws(TrialError) { timeouts = try TrialRoute.timeouts(for: routeNames, given: arguments.all("trial-timeout")) } catch {
             throw invocation.usageError(error.message)
         }
-        if let file = arguments.value("tor-options-file"), !FileManager.default.isReadableFile(atPath: file) {
-            throw invocation.usageError("cannot read --tor-options-file '\(file)'")
-        }
+        let torOptionsFile = try invocation.readableFile("tor-options-file")
         let ooni = arguments.value("ooni").map { file in
             ABRun.OONIOutput(file: URL(fileURLWithPath: file), probe: ooniProbe, softwareVersion: PosternVersion.string,
                              torVersion: PosternVersion.torCore)
         }
         return ABRun.Request(routes: try resolveRoutes(routeNames, timeouts: timeouts), trialsPerRoute: trials, parallel: parallel,
                              order: order, seed: seed, warm: arguments.flag("warm"), probeTarget: probeTarget, probeBytes: probeBytes,
-                             torOptionsFile: arguments.value("tor-options-file"), unsafeLogging: invocation.unsafeLogging,
+                             torOptionsFile: torOptionsFile, unsafeLogging: invocation.unsafeLogging,
                              network: network, harnessRetries: harnessRetries,
                              history: TrialHistory(stateDirectory: invocation.paths.stateDirectory),
                              svgFile: arguments.value("svg").map { URL(fileURLWithPath: $0) }, ooni: ooni)

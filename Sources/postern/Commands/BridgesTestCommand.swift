@@ -57,9 +57,7 @@ struct BridgesTestCommand {
             }
             transportFilter = transport
         }
-        if let file = arguments.value("tor-options-file"), !FileManager.default.isReadableFile(atPath: file) {
-            throw invocation.usageError("cannot read --tor-options-file '\(file)'")
-        }
+        let torOptionsFile = try invocation.readableFile("tor-options-file")
         let selection = try requestedSelection()
         let configuration = try invocation.bridgeStore().load()
         var candidates: [Candidate]
@@ -87,7 +85,6 @@ struct BridgesTestCommand {
         }
 
         let bootstrap = arguments.flag("bootstrap")
-        let torOptionsFile = arguments.value("tor-options-file")
         let unsafe = invocation.unsafeLogging
         let workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-bridges-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         defer { try? FileManager.default.removeItem(at: workDirectory) }

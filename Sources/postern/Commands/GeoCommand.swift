@@ -21,11 +21,7 @@ extension Command {
         options: [
             .value("url", "URL", "the directory's CSV (default: bitchat's geo relay list)"),
             .flag("force", "fetch even when the cache is less than 24 h old"),
-            .value("socks", "[HOST:]PORT", "SOCKS5 listener of this command's tor (default 127.0.0.1:39050; unused when attached to 'postern run')"),
-            .value("data-dir", "DIR", "tor's data directory (default: <state dir>/tor-geo)"),
-            .value("transport", "NAME", "route for this command's tor: auto, direct or a transport name (default: the stored setting)"),
-            .value("tor-options-file", "FILE", "extra tor options, one 'Key value' a line (private test networks)"),
-            .value("builtin-bridges", "FILE", "use these bridge lines (or a JSON list) as the built-in bridges (private test networks)"),
+        ] + OptionSpec.ownTorOptions(dataDirectory: "tor-geo") + [
             .value("timeout", "SECONDS", "give up waiting for tor after this long (default 120)"),
             .flag("json", "print the outcome as JSON"),
         ],

@@ -9,11 +9,7 @@ extension Command {
     static let nostrSharedOptions: [OptionSpec] = [
         .value("key-file", "FILE", "the Nostr secret key, 64 hex digits (created 0600 if missing; default <config dir>/nostr-key)"),
         .value("relay", "URL", repeatable: true, "relay to use instead of the built-in and custom relays"),
-        .value("socks", "[HOST:]PORT", "SOCKS5 listener of this command's tor (default 127.0.0.1:39050; unused when attached to 'postern run')"),
-        .value("data-dir", "DIR", "tor's data directory (default: <state dir>/tor-nostr)"),
-        .value("transport", "NAME", "route for this command's tor: auto, direct or a transport name (default: the stored setting)"),
-        .value("tor-options-file", "FILE", "extra tor options, one 'Key value' a line (private test networks)"),
-        .value("builtin-bridges", "FILE", "use these bridge lines (or a JSON list) as the built-in bridges (private test networks)"),
+    ] + OptionSpec.ownTorOptions(dataDirectory: "tor-nostr") + [
         .value("timeout", "SECONDS", "give up after this long (default 120)"),
         .flag("json", "print JSON lines"),
     ]

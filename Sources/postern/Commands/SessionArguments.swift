@@ -3,6 +3,24 @@ import Foundation
 import PosternCore
 import PosternRuntime
 
+extension OptionSpec {
+    static let torOptionsFile = OptionSpec.value("tor-options-file", "FILE", "extra tor options, one 'Key value' a line (private test networks)")
+    static let builtinBridges = OptionSpec.value("builtin-bridges", "FILE",
+                                                 "use these bridge lines (or a JSON list) as the built-in bridges (private test networks)")
+
+    /// The tor options of a command that goes through a running `postern run`, or else through a
+    /// tor of its own with its data in `<state dir>/dataDirectory` (`nostr`, `geo`).
+    static func ownTorOptions(dataDirectory: String) -> [OptionSpec] {
+        [
+            .value("socks", "[HOST:]PORT", "SOCKS5 listener of this command's tor (default 127.0.0.1:39050; unused when attached to 'postern run')"),
+            .value("data-dir", "DIR", "tor's data directory (default: <state dir>/\(dataDirectory))"),
+            .value("transport", "NAME", "route for this command's tor: auto, direct or a transport name (default: the stored setting)"),
+            torOptionsFile,
+            builtinBridges,
+        ]
+    }
+}
+
 /// The options of commands that run a session (`run`, `nostr`, `geo`), turned into the library's
 /// settings and options.
 extension Invocation {

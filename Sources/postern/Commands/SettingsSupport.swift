@@ -22,6 +22,13 @@ extension Invocation {
         return arguments.positionals
     }
 
+    /// `--NAME FILE` for a file a child process reads later: it must be readable now.
+    func readableFile(_ name: String) throws(UsageError) -> String? {
+        guard let file = arguments.value(name) else { return nil }
+        guard FileManager.default.isReadableFile(atPath: file) else { throw usageError("cannot read --\(name) '\(file)'") }
+        return file
+    }
+
     /// `--NAME N`, a whole number in `range` (`default` without the option).
     func wholeNumber(_ name: String, default value: Int, range: ClosedRange<Int>) throws(UsageError) -> Int {
         guard let text = arguments.value(name) else { return value }
