@@ -241,7 +241,7 @@ public struct BridgeStore: Sendable {
     public func update<Result>(_ body: (inout BridgeConfiguration) throws -> Result) throws -> Result {
         try createDirectory()
         let lock = try acquireLock()
-        defer { close(lock) }
+        defer { withExtendedLifetime(lock) {} }
         removeStaleTemporaryFiles()
         let before = try load()
         var configuration = before
@@ -263,18 +263,14 @@ public struct BridgeStore: Sendable {
         }
     }
 
-    private func acquireLock() throws(BridgeConfigError) -> Int32 {
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            throw storageError(.storeLockFailed, "cannot open the lock file \(lockPath): \(describeErrno(errno))")
-        }
+    private func acquireLock() throws(BridgeConfigError) -> ExclusiveFileLock {
         do throws(SystemCallError) {
-            try SystemCall.retrying("flock") { flock(descriptor, LOCK_EX) }
+            return try ExclusiveFileLock(path: lockPath)
+        } catch where error.call == "open" {
+            throw storageError(.storeLockFailed, "cannot open the lock file \(lockPath): \(describeErrno(error.number))")
         } catch {
-            close(descriptor)
             throw storageError(.storeLockFailed, "cannot lock \(lockPath): \(describeErrno(error.number))")
         }
-        return descriptor
     }
 
     /// Temporary files left by a writer that was killed. Safe to delete: we hold the lock, and

@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
 import PosternRuntime
+import Synchronization
 import Testing
 @testable import PosternCore
 
@@ -260,5 +261,29 @@ import Testing
         #expect(try AssistFiles.readLimits(in: directory) == table)
         try Data("{\"version\":1,\"limits\":{\"direct\":\"x\"}}".utf8).write(to: directory.appendingPathComponent(AssistFiles.settingsFileName))
         #expect(throws: TorCoreError.self) { try AssistFiles.readLimits(in: directory) }
+    }
+
+    /// Eight writers at once, each changing its own kind: the lock keeps every change (a plain
+    /// read-modify-write loses some of them).
+    @Test func concurrentLimitUpdatesLoseNothing() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-limits-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let kinds = ["direct", "vanilla", "obfs4", "snowflake", "webtunnel", "meek_lite", "obfs3", "scramblesuit"]
+        let failures = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: kinds.count) { index in
+            do {
+                try AssistFiles.updateLimits(in: directory) { table in
+                    table.set(RouteLimits(ceiling: .seconds(10 + index), noProgressWindow: .seconds(5)), forKind: kinds[index])
+                }
+            } catch {
+                failures.withLock { $0 += 1 }
+            }
+        }
+        #expect(failures.withLock { $0 } == 0)
+        let stored = try AssistFiles.readLimits(in: directory)
+        #expect(Set(stored.overrides.keys) == Set(kinds))
+        #expect(stored.overrides["obfs3"] == RouteLimits(ceiling: .seconds(16), noProgressWindow: .seconds(5)))
+        let mode = try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent(AssistFiles.settingsFileName).path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
     }
 }

@@ -72,6 +72,30 @@ public enum AssistFiles {
         try writeAtomically(data + Data("\n".utf8), to: configDirectory.appendingPathComponent(settingsFileName))
     }
 
+    /// Reads the stored limits, lets `change` alter them and writes them back, all under an
+    /// exclusive lock on `connection-assist.json.lock`: two commands that change limits at once
+    /// both keep their change. Returns the table as written.
+    @discardableResult
+    public static func updateLimits(in configDirectory: URL,
+                                    _ change: (inout RouteLimitTable) -> Void) throws(TorCoreError) -> RouteLimitTable {
+        do {
+            try FileManager.default.createDirectory(at: configDirectory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw TorCoreError(.filesystem, "cannot create \(configDirectory.path): \(error.localizedDescription)")
+        }
+        let lockPath = configDirectory.appendingPathComponent(settingsFileName + ".lock").path
+        let lock: ExclusiveFileLock
+        do throws(SystemCallError) { lock = try ExclusiveFileLock(path: lockPath) } catch {
+            throw TorCoreError(.filesystem, "cannot lock \(lockPath): \(error.reason)")
+        }
+        defer { withExtendedLifetime(lock) {} }
+        var table = try readLimits(in: configDirectory)
+        change(&table)
+        try writeLimits(table, in: configDirectory)
+        return table
+    }
+
     /// Temporary file (0600) in the same directory, fsync, rename, fsync the directory.
     static func writeAtomically(_ data: Data, to file: URL) throws(TorCoreError) {
         let directory = file.deletingLastPathComponent()

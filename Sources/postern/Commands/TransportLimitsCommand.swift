@@ -40,9 +40,7 @@ extension Command {
             } catch {
                 throw invocation.usageError(error.message)
             }
-            var table = try invocation.assistLimits()
-            table.set(limits, forKind: kind)
-            try invocation.writeAssistLimits(table)
+            try invocation.updateAssistLimits { $0.set(limits, forKind: kind) }
             invocation.output.print("\(kind): \(limits.summary)")
             return 0
         })
@@ -52,7 +50,6 @@ extension Command {
         summary: "Return route kinds (or all, without KIND) to the defaults",
         synopsis: "[KIND...]",
         run: { invocation in
-            var table = try invocation.assistLimits()
             var kinds: [String] = []
             for text in invocation.arguments.positionals {
                 do throws(TorCoreError) {
@@ -61,8 +58,7 @@ extension Command {
                     throw invocation.usageError(error.message)
                 }
             }
-            table.resetToDefaults(kinds)
-            try invocation.writeAssistLimits(table)
+            try invocation.updateAssistLimits { $0.resetToDefaults(kinds) }
             invocation.output.print(kinds.isEmpty ? "all route limits are the defaults" : "back to the defaults: \(kinds.joined(separator: ", "))")
             return 0
         })
@@ -73,7 +69,8 @@ extension Invocation {
         do { return try AssistFiles.readLimits(in: paths.configDirectory) } catch { throw CommandFailure(error.message) }
     }
 
-    func writeAssistLimits(_ table: RouteLimitTable) throws {
-        do { try AssistFiles.writeLimits(table, in: paths.configDirectory) } catch { throw CommandFailure(error.message) }
+    /// Changes the stored limits under the store's lock.
+    func updateAssistLimits(_ change: (inout RouteLimitTable) -> Void) throws {
+        do { try AssistFiles.updateLimits(in: paths.configDirectory, change) } catch { throw CommandFailure(error.message) }
     }
 }
