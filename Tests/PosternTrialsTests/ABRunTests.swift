@@ -1,3 +1,4 @@
+import BridgeConfig
 import Foundation
 import Synchronization
 import Testing
@@ -21,7 +22,8 @@ import Testing
         #expect(TrialOrder(rawValue: "sideways") == nil && TrialOrder(rawValue: "Random") == nil)
         #expect(NetworkLabel("test-bed block-tor")?.text == "test-bed block-tor")
         #expect(NetworkLabel(String(repeating: "x", count: 64))?.description.count == 64)
-        for bad in ["", String(repeating: "x", count: 65), "two\nlines", "cr\r"] { #expect(NetworkLabel(bad) == nil, "\(bad.debugDescription)") }
+        for bad in ["", String(repeating: "x", count: 65), "two\nlines", "cr\r", "tab\t", "esc\u{1B}[31m", "nul\u{0}"] { #expect(NetworkLabel(bad) == nil, "\(bad.debugDescription)") }
+        #expect(NetworkLabel("Tehran 🇮🇷 mobile")?.text == "Tehran 🇮🇷 mobile")
     }
 
     /// Without a seed the request draws one (and the run records it); a given seed is kept.
@@ -37,16 +39,23 @@ import Testing
         var cases: [(ABRun.Request, String)] = []
         cases.append((makeRequest(routes: []), "no routes to compare"))
         cases.append((makeRequest(routes: [Self.direct(), Self.direct()]), "the route direct is given twice"))
-        cases.append((makeRequest(trials: 0), "a run needs at least one trial per route, not 0"))
+        cases.append((makeRequest(trials: 0), "a run needs 1 to 1000 trials per route, not 0"))
+        // Above the maximums, so that no product or count of a request can overflow.
+        cases.append((makeRequest(trials: Int.max), "a run needs 1 to 1000 trials per route, not \(Int.max)"))
+        cases.append((makeRequest(routes: (0...64).map { _ in Self.direct() }), "at most 64 routes, not 65"))
         var parallel = makeRequest()
         parallel.parallel = 0
-        cases.append((parallel, "a run needs at least one child at a time, not 0"))
+        cases.append((parallel, "a run needs 1 to 64 children at a time, not 0"))
+        parallel.parallel = 65
+        cases.append((parallel, "a run needs 1 to 64 children at a time, not 65"))
         var retries = makeRequest()
         retries.harnessRetries = -1
-        cases.append((retries, "harness retries cannot be negative (-1)"))
+        cases.append((retries, "harness retries must be 0 to 10, not -1"))
         var bytes = makeRequest()
         bytes.probeBytes = 0
-        cases.append((bytes, "the probe download needs at least one byte to time, not 0"))
+        cases.append((bytes, "the probe download times 1 to 17179869184 bytes, not 0"))
+        bytes.probeBytes = Int.max
+        cases.append((bytes, "the probe download times 1 to 17179869184 bytes, not \(Int.max)"))
         for (request, message) in cases {
             #expect(throws: TrialError.self) { try request.validate() }
             do throws(TrialError) { try request.validate() } catch {
@@ -117,6 +126,29 @@ import Testing
         return script
     }
 
+    /// `bridges test --bootstrap`'s batch: each bootstrap in a numbered directory of its own inside
+    /// one work directory, which goes with the batch.
+    @Test func bootstrapBatchRunsEachBridgeApartAndRemovesItsWorkDirectory() async throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let line = try BridgeLine.parse("192.0.2.7:443", rules: .syntaxOnly, logging: .safe).line
+        let executable = try readyChild()
+        func runTwice() async throws -> (URL, [BootstrapCheck], [String]) {
+            let batch = BootstrapCheck.Batch(plugins: [], timeout: .seconds(20), torOptionsFile: nil, unsafeLogging: false,
+                                             executable: executable)
+            async let first = batch.run(through: line)
+            async let second = batch.run(through: line)
+            let outcomes = await [first, second]
+            return (batch.directory, outcomes, try FileManager.default.contentsOfDirectory(atPath: batch.directory.path).sorted())
+        }
+        let (work, outcomes, children) = try await runTwice()
+        #expect(outcomes.allSatisfy { $0.succeeded && $0.milliseconds == 1250 && $0.detail == "100%" }, "\(outcomes)")
+        #expect(children == ["bridge-1", "bridge-2"])
+        #expect(!FileManager.default.fileExists(atPath: work.path), "the work directory went with the batch")
+        let failing = BootstrapCheck.Batch(plugins: [], timeout: .seconds(20), torOptionsFile: nil, unsafeLogging: false,
+                                           executable: URL(fileURLWithPath: "/bin/false"))
+        #expect(!(await failing.run(through: line)).succeeded)
+    }
+
     /// The whole run: directory created, trials run, result saved with its files, the charts and
     /// OONI files written, the events in order.
     @Test func executeSavesTheRunAndWritesTheRequestedFiles() async throws {
@@ -161,11 +193,21 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let script = directory.appendingPathComponent("slow.sh")
-        try "#!/bin/sh\nexec sleep 60\n".write(to: script, atomically: true, encoding: .utf8)
+        // Each child leaves a mark when it starts, so that the interruption comes once both run
+        // (the runner starts the second a little after the first; a timer would race it).
+        try "#!/bin/sh\ntouch \"$0.started.$$\"\nexec sleep 60\n".write(to: script, atomically: true, encoding: .utf8)
         chmod(script.path, 0o755)
         let interrupting = Mutex(0)
         let started = ContinuousClock.now
-        let outcome = try await ABRun.execute(makeRequest(trials: 2, executable: script), interruption: { try? await Task.sleep(for: .seconds(1)) }) {
+        let bothRunning: @Sendable () async -> Void = { [directory] in
+            let deadline = ContinuousClock.now + .seconds(20)
+            while ContinuousClock.now < deadline {
+                let marks = (try? FileManager.default.contentsOfDirectory(atPath: directory.path))?.filter { $0.hasPrefix("slow.sh.started.") }
+                if (marks?.count ?? 0) >= 2 { return }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        let outcome = try await ABRun.execute(makeRequest(trials: 2, executable: script), interruption: bothRunning) {
             if case .interrupting = $0 { interrupting.withLock { $0 += 1 } }
         }
         #expect(ContinuousClock.now - started < .seconds(30), "the children were stopped, not waited for")

@@ -84,19 +84,19 @@ struct BridgesTestCommand {
             throw CommandFailure("no bridges to test (add some with 'postern bridges add', or test the built-in ones with --builtin)")
         }
 
-        let bootstrap = arguments.flag("bootstrap")
-        let unsafe = invocation.unsafeLogging
-        let workDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-bridges-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
-        defer { try? FileManager.default.removeItem(at: workDirectory) }
+        // The batch's work directory (the children's bridge lines and tor data) goes with it.
+        var batch: BootstrapCheck.Batch?
+        if arguments.flag("bootstrap") {
+            batch = BootstrapCheck.Batch(plugins: plugins, timeout: bootstrapTimeout, torOptionsFile: torOptionsFile,
+                                         unsafeLogging: invocation.unsafeLogging)
+        }
         let output = invocation.output
         let check = BridgeHealthCheck(registry: registry, timeout: timeout, parallel: parallel, policy: policy)
         let total = candidates.count
-        let bootstrapStep: (@Sendable (Candidate) async -> BridgeHealth.Step)? = bootstrap ? { @Sendable candidate in
-            let outcome = await BootstrapCheck.run(through: candidate.line, directory: workDirectory.appendingPathComponent(candidate.id),
-                                                   plugins: plugins, timeout: bootstrapTimeout, torOptionsFile: torOptionsFile,
-                                                   unsafeLogging: unsafe)
+        let bootstrapStep = batch.map { batch in { @Sendable (candidate: Candidate) -> BridgeHealth.Step in
+            let outcome = await batch.run(through: candidate.line)
             return BridgeHealth.Step(result: outcome.succeeded ? .ok : .failed, milliseconds: outcome.milliseconds, detail: outcome.detail)
-        } : nil
+        } }
         let report = await check.report(candidates, bootstrap: bootstrapStep,
                                         progress: { count in output.progress("testing bridges: \(count)/\(total) done") })
         output.endProgress()
