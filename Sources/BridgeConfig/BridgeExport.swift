@@ -4,8 +4,10 @@ import PosternSystem
 /// `json` (the array of lines bridges.torproject.org puts in QR codes) or `qr` (that array drawn as
 /// a QR code, by BridgeQR).
 public struct BridgeExportFormat: Hashable, Sendable, CustomStringConvertible {
+    /// The format's name as `--format` takes it.
     public let rawValue: String
 
+    /// The three formats, and all of them in the order help names them.
     public static let torrc = BridgeExportFormat(trusted: "torrc")
     public static let json = BridgeExportFormat(trusted: "json")
     public static let qr = BridgeExportFormat(trusted: "qr")

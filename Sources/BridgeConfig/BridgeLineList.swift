@@ -40,8 +40,10 @@ extension BuiltinBridges {
     /// the bundled resource's format, or else a bridge line list (``BridgeLineList``, whose
     /// errors carry a ``BridgeConfigError/location``). `source` says where the lines came from.
     public init(listData data: Data, source: String, rules: BridgeArgumentRulebook) throws(BridgeConfigError) {
-        if data.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") {
-            self = try BuiltinBridges(jsonData: data, rules: rules)
+        // A byte order mark before the JSON is an editor's doing, not a bridge line.
+        let json = data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data[...]
+        if json.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{") {
+            self = try BuiltinBridges(jsonData: Data(json), rules: rules)
         } else {
             self = BuiltinBridges(source: source, lines: try BridgeLineList.parse(String(decoding: data, as: UTF8.self), rules: rules))
         }

@@ -9,6 +9,7 @@ public struct BridgeListing: Encodable, Hashable, Sendable {
     /// The line, scrubbed unless the policy is unsafe.
     public let line: String
 
+    /// `bridge` as shown under `policy`: scrubbed unless unsafe.
     public init(_ bridge: StoredBridge, policy: LoggingPolicy) {
         id = bridge.id.rawValue
         enabled = bridge.isEnabled
@@ -35,6 +36,7 @@ public struct StoredBridgesListing: Encodable, Hashable, Sendable {
     /// Whether the lines are scrubbed (the policy is not unsafe).
     public let scrubbed: Bool
 
+    /// Every bridge `configuration` holds, in stored order, as shown under `policy`.
     public init(_ configuration: BridgeConfiguration, policy: LoggingPolicy) {
         bridges = configuration.bridges.map { BridgeListing($0, policy: policy) }
         scrubbed = !policy.unsafeLogging

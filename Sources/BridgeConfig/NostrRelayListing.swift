@@ -6,6 +6,7 @@ public struct NostrRelayListing: Encodable, Hashable, Sendable {
     public let custom: [String]
     public let maximumCustom: Int
 
+    /// The built-in relays and `configuration`'s custom ones.
     public init(_ configuration: BridgeConfiguration) {
         builtin = NostrRelayURL.builtin.map(\.rawValue)
         custom = configuration.customRelays.map(\.rawValue)

@@ -18,6 +18,7 @@ public struct GeoRelayListing: Encodable, Hashable, Sendable {
     public let latitude: Double
     public let longitude: Double
 
+    /// `relay`'s address and coordinates.
     public init(_ relay: GeoRelay) {
         url = relay.url
         latitude = relay.latitude
@@ -40,6 +41,8 @@ public struct GeoRefreshReport: Hashable, Sendable {
     public let relays: Int
     public let readinessTimeout: Duration
 
+    /// A refresh's `outcome` (nil: tor was not ready within `readinessTimeout`, nothing was
+    /// fetched) and the relays the cache then holds.
     public init(outcome: GeoRefreshOutcome?, relays: Int, readinessTimeout: Duration) {
         self.outcome = outcome
         self.relays = relays
@@ -69,7 +72,7 @@ public struct GeoRefreshReport: Hashable, Sendable {
     /// A sentence for people; for a failure it also says that the cache is unchanged.
     public var text: String {
         switch outcome {
-        case nil: "tor was not ready within \(Int(readinessTimeout.seconds)) s; nothing was fetched, the cache is unchanged"
+        case nil: "tor was not ready within \(Int(min(readinessTimeout.seconds, Duration.longestUserWait))) s; nothing was fetched, the cache is unchanged"
         case .fetched(let count)?: "fetched \(count) relays"
         case .notDue?: "not due: the cache (\(relays) relays) is less than 24 h old; --force fetches anyway"
         case .backingOff(let until)?: "backing off after failures until \(until)"

@@ -14,6 +14,7 @@ public struct NostrSendReceipt: Hashable, Sendable {
     /// The relay that accepted it.
     public let relay: String
 
+    /// The gift wrap `eventID` that `relay` accepted.
     public init(eventID: String, relay: String) {
         self.eventID = eventID
         self.relay = relay
@@ -39,10 +40,12 @@ extension PrivateMessage {
     }
 
     /// Reads `inbox`, giving each message to `received`, until `limit` messages came (no limit
-    /// when nil), `timeout` passed or `interrupted` returned (a signal, say); the number read.
+    /// when nil; none read for a limit of 0 or less), `timeout` passed or `interrupted` returned
+    /// (a signal, say); the number read.
     public static func read(_ inbox: AsyncStream<PrivateMessage>, limit: Int?, timeout: Duration,
                             interrupted: @escaping @Sendable () async -> Void,
                             received: @escaping @Sendable (PrivateMessage) -> Void) async -> Int {
+        if let limit, limit <= 0 { return 0 }
         let reader = Task { () -> Int in
             var count = 0
             for await message in inbox {

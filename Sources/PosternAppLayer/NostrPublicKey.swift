@@ -3,6 +3,7 @@ import PosternSystem
 /// A Nostr public key as people pass it around: 64 hex digits (a BIP-340 x-only key), kept in
 /// lower case as events carry it.
 public struct NostrPublicKey: Hashable, Sendable, CustomStringConvertible {
+    /// The key as 64 lower-case hex digits.
     public let hex: String
 
     /// Exactly 64 ASCII hex digits, either case; anything else is a `usage` error.

@@ -20,6 +20,8 @@ public struct BridgeHealthReport: Encodable, Sendable {
 
     private enum CodingKeys: String, CodingKey { case bridges, alive, dead, seconds, scrubbed }
 
+    /// The `results` of one check that took `elapsed`; `bootstrapped`: whether each bridge was
+    /// also bootstrapped through (the table then has a BOOTSTRAP column).
     public init(_ results: [BridgeHealth], elapsed: Duration, bootstrapped: Bool, policy: LoggingPolicy) {
         bridges = results
         dead = results.filter { !$0.alive }.count

@@ -11,6 +11,7 @@ public struct PluginListing: Encodable, Hashable, Sendable {
     /// The routes the plugin is used for: the name itself, or `plugin:NAME` where Postern keeps its own.
     public let routes: [String]
 
+    /// `plugin` with the routes it serves in this build (``Transports/builtinNames``).
     public init(_ plugin: TransportPlugin) {
         names = plugin.names.map(\.rawValue)
         path = plugin.executable

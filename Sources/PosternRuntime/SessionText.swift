@@ -84,8 +84,10 @@ private func noteLine(_ note: String) -> String { "note: \(note)" }
 
 extension TorStatus {
     /// "[#########.....................]  30% Loading relay descriptors": the bootstrap percentage
-    /// as a bar `width` characters wide, then the summary (the state's name before there is one).
-    public func progressBar(width: Int = 30) -> String {
+    /// as a bar `width` characters wide (1 to 200), then the summary (the state's name before
+    /// there is one).
+    public func progressBar(width requestedWidth: Int = 30) -> String {
+        let width = min(max(requestedWidth, 1), 200)
         let filled = width * min(max(bootstrapProgress, 0), 100) / 100
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
         let summary = bootstrapSummary.isEmpty ? state.name : bootstrapSummary

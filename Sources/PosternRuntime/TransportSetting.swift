@@ -2,7 +2,7 @@ import BridgeConfig
 import PosternSystem
 
 /// The transport setting and what it means with the stored bridges: `postern transport`'s result,
-/// as JSON (`transport`, `known`, `enabledBridges`, `torEnabled`) or as ``lines(policy:)``.
+/// as JSON (`transport`, `known`, `enabledBridges`, `torEnabled`) or as ``lines(policy:lastGoodRoute:)``.
 public struct TransportSetting: Sendable, Encodable {
     public let selection: TransportSelection
     public let configuration: BridgeConfiguration
@@ -24,13 +24,12 @@ public struct TransportSetting: Sendable, Encodable {
     /// ``AssistFiles/readLastGoodRoute(in:)``), which goes first.
     public func lines(policy: LoggingPolicy, lastGoodRoute: String? = nil) -> [String] {
         var lines = ["transport: \(Self.name(selection, policy: policy))"]
-        switch selection {
-        case .auto:
+        switch selection.transport {
+        case nil where selection == .auto:
             lines.append("Connection assist: Postern tries direct, your obfs4 bridges, the built-in obfs4 bridges, snowflake and other transports in turn, the one that worked last time first ('postern transport limits' shows how long each gets).")
-        case .direct:
+        case nil:
             lines.append("Tor connects without bridges (visible to a censor as Tor traffic).")
-        default:
-            let transport = selection.transport!
+        case let transport?:
             let name = transport.description(policy: policy)
             let enabled = configuration.enabledBridges(of: transport).count
             if enabled > 0 {

@@ -10,13 +10,16 @@ public enum TrialOrder: String, Sendable, CaseIterable {
 }
 
 /// A name for the network or vantage point a run was made from (`--network`), kept in the result
-/// for merges and OONI measurements: 1 to 64 characters on one line.
+/// for merges and OONI measurements: 1 to 64 characters on one line, no control characters.
 public struct NetworkLabel: Sendable, Hashable, CustomStringConvertible {
+    /// The label as given (it round-trips: `NetworkLabel(label.text) == label`).
     public let text: String
 
-    /// Nil for an empty label, one longer than 64 characters or one with a line break.
+    /// Nil for an empty label, one longer than 64 characters, or one with a line break or another
+    /// control character (it is shown in tables, the HTML report and the SVG title).
     public init?(_ text: String) {
-        guard !text.isEmpty, text.count <= 64, !text.contains(where: \.isNewline) else { return nil }
+        guard !text.isEmpty, text.count <= 64, !text.contains(where: \.isNewline),
+              !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return nil }
         self.text = text
     }
 
@@ -35,6 +38,8 @@ public enum ABRun {
         public var softwareVersion: String
         public var torVersion: String
 
+        /// Measurements written to `file` (one JSON a line) for `probe`, naming Postern's and
+        /// tor's versions.
         public init(file: URL, probe: OONIMeasurement.Probe, softwareVersion: String, torVersion: String) {
             self.file = file
             self.probe = probe
@@ -68,9 +73,20 @@ public enum ABRun {
         /// Also write the charts here.
         public var svgFile: URL?
         public var ooni: OONIOutput?
-        /// The `postern` binary the children run.
+        /// The `postern` binary the children run: by default the running executable, which is
+        /// right for `postern ab`; an app that embeds ABRun passes the path of a `postern` binary.
         public var executable: URL
 
+        /// The largest run a request may ask for (``validate()``): routes, trials per route,
+        /// children at once, harness retries, probe bytes.
+        public static let maximumRoutes = 64
+        public static let maximumTrialsPerRoute = 1000
+        public static let maximumParallel = 64
+        public static let maximumHarnessRetries = 10
+        public static let maximumProbeBytes = 1 << 34
+
+        /// A run of `trialsPerRoute` trials of each of `routes`, `parallel` at a time, in `order`
+        /// (shuffled by `seed`, drawn when nil and recorded in the result).
         public init(routes: [TrialRoute], trialsPerRoute: Int, parallel: Int, order: TrialOrder, seed: UInt64? = nil,
                     warm: Bool = false, probeTarget: ProbeFetch.Target? = nil,
                     probeBytes: Int = 1 << 20, torOptionsFile: String? = nil, unsafeLogging: Bool = false,
@@ -98,17 +114,27 @@ public enum ABRun {
         public var total: Int { routes.count * trialsPerRoute }
 
         /// Throws a `.usage` error with code `invalidInput` for a request that cannot run: no
-        /// route, a route named twice, fewer than one trial per route or one child at a time, or
-        /// a negative number of harness retries, or no probe bytes to time.
+        /// route, a route named twice, fewer than one trial per route or one child at a time, a
+        /// negative number of harness retries, no probe bytes to time, or more of any of these
+        /// than the maximums above.
         public func validate() throws(TrialError) {
             func invalid(_ message: String) -> TrialError { TrialError(.invalidInput, kind: .usage, message) }
             guard !routes.isEmpty else { throw invalid("no routes to compare") }
+            guard routes.count <= Self.maximumRoutes else { throw invalid("at most \(Self.maximumRoutes) routes, not \(routes.count)") }
             var seen: Set<String> = []
             for route in routes where !seen.insert(route.name).inserted { throw invalid("the route \(route.name) is given twice") }
-            guard trialsPerRoute >= 1 else { throw invalid("a run needs at least one trial per route, not \(trialsPerRoute)") }
-            guard parallel >= 1 else { throw invalid("a run needs at least one child at a time, not \(parallel)") }
-            guard harnessRetries >= 0 else { throw invalid("harness retries cannot be negative (\(harnessRetries))") }
-            guard probeBytes >= 1 else { throw invalid("the probe download needs at least one byte to time, not \(probeBytes)") }
+            guard (1...Self.maximumTrialsPerRoute).contains(trialsPerRoute) else {
+                throw invalid("a run needs 1 to \(Self.maximumTrialsPerRoute) trials per route, not \(trialsPerRoute)")
+            }
+            guard (1...Self.maximumParallel).contains(parallel) else {
+                throw invalid("a run needs 1 to \(Self.maximumParallel) children at a time, not \(parallel)")
+            }
+            guard (0...Self.maximumHarnessRetries).contains(harnessRetries) else {
+                throw invalid("harness retries must be 0 to \(Self.maximumHarnessRetries), not \(harnessRetries)")
+            }
+            guard (1...Self.maximumProbeBytes).contains(probeBytes) else {
+                throw invalid("the probe download times 1 to \(Self.maximumProbeBytes) bytes, not \(probeBytes)")
+            }
         }
     }
 

@@ -81,12 +81,14 @@ extension TrialHistory {
         public let verdict: [String]
         public let directory: String
 
+        /// The entry of a saved `run`.
         public init(_ run: ABResult) {
             id = run.id
             startedAt = run.startedAt
             routes = run.routes
             trialsPerRoute = run.trialsPerRoute
-            successes = Dictionary(uniqueKeysWithValues: run.summaries.map { ($0.route, $0.successes) })
+            // A saved run is read from disk as it is: a route listed twice must not trap.
+            successes = Dictionary(run.summaries.map { ($0.route, $0.successes) }, uniquingKeysWith: { first, _ in first })
             verdict = run.verdict
             directory = run.directory
         }

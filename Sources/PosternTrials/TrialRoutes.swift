@@ -21,8 +21,9 @@ extension TrialRoute {
         var global: Double?
         for text in given {
             let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
-            guard let seconds = Double(parts.last ?? ""), seconds > 0, seconds.isFinite else {
-                throw TrialError(.invalidInput, kind: .usage, "--trial-timeout needs SECONDS or ROUTE=SECONDS with a positive number, not '\(text)'")
+            guard let seconds = Double(parts.last ?? ""), seconds > 0, seconds <= Duration.longestUserWait else {
+                throw TrialError(.invalidInput, kind: .usage,
+                                 "--trial-timeout needs SECONDS or ROUTE=SECONDS with a positive number (at most \(Int(Duration.longestUserWait)), a week), not '\(text)'")
             }
             if parts.count == 2 {
                 let route = parts[0].lowercased()
@@ -65,7 +66,7 @@ extension TrialRoute {
         var routes: [TrialRoute] = []
         for name in names {
             let lower = name.lowercased()
-            let timeout = Duration.milliseconds(Int64((timeouts[lower] ?? fallbackTimeout) * 1000))
+            let timeout = Duration.clampedSeconds(timeouts[lower] ?? fallbackTimeout)
             if lower.hasPrefix("plugin:") {
                 let pluginName = String(name.dropFirst("plugin:".count))
                 guard let transport = TransportName.known(matching: pluginName) ?? TransportName(pluginName),

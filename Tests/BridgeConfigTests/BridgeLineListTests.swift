@@ -41,6 +41,9 @@ import Testing
         let fromJSON = try BuiltinBridges(listData: Data(json.utf8), source: "/tmp/list.json", rules: posternRules)
         #expect(fromJSON.source == "test list")
         #expect(fromJSON.groups["obfs4"]?.count == 1)
+        // An editor's byte order mark before the JSON still reads as JSON.
+        let withMark = try BuiltinBridges(listData: Data([0xEF, 0xBB, 0xBF]) + Data(json.utf8), source: "/tmp/list.json", rules: posternRules)
+        #expect(withMark.source == "test list" && withMark.groups["obfs4"]?.count == 1)
         // A bad JSON list is one error without a line; a bad line list names the line.
         #expect(throws: BridgeConfigError.self) { try BuiltinBridges(listData: Data("{ nope".utf8), source: "x", rules: posternRules) }
         do {

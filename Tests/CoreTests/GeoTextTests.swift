@@ -69,6 +69,8 @@ import Testing
         try await direct.setTorPreference(false)
         let fetched = await GeoRelayDirectory.refresh(from: source, cacheFile: cache, through: direct, force: false, readinessTimeout: .seconds(60))
         #expect(fetched.outcome == .fetched(relayCount: 1) && fetched.relays == 1 && fetched.succeeded)
+        // The peer's lines are collected as they come; wait for the request line, not only look.
+        _ = try await peer.waitForLine(prefix: "REQUEST")
         let again = await GeoRelayDirectory.refresh(from: source, cacheFile: cache, through: direct, force: false, readinessTimeout: .seconds(60))
         #expect(again.outcome == .notDue && again.text == "not due: the cache (1 relays) is less than 24 h old; --force fetches anyway")
         #expect(peer.output.filter { $0.hasPrefix("REQUEST") }.count == 1)

@@ -12,6 +12,12 @@ import Testing
         d4      off    x
         """)
         #expect(PlainText.table(header: ["ONLY"], rows: []) == "ONLY")
+        // Padding counts characters as they are seen: a flag or an accent is one.
+        #expect(PlainText.table(header: ["NETWORK", "OK"], rows: [["Tehran 🇮🇷", "5/5"], ["Café", "4/5"]]) == """
+        NETWORK   OK
+        Tehran 🇮🇷  5/5
+        Café      4/5
+        """)
     }
 
     @Test func countsNameTheirNounInTheRightNumber() {

@@ -157,9 +157,9 @@ struct ABSession {
         guard !routeNames.isEmpty else {
             throw invocation.usageError("give two or more routes to compare, e.g. 'postern ab obfs4 snowflake' (or one, to measure it alone)")
         }
-        let trials = try invocation.wholeNumber("trials", default: 5, range: 1...1000)
-        let parallel = try invocation.wholeNumber("parallel", default: 2, range: 1...64)
-        let probeBytes = try invocation.wholeNumber("probe-bytes", default: 1 << 20, range: 1...(1 << 34))
+        let trials = try invocation.wholeNumber("trials", default: 5, range: 1...ABRun.Request.maximumTrialsPerRoute)
+        let parallel = try invocation.wholeNumber("parallel", default: 2, range: 1...ABRun.Request.maximumParallel)
+        let probeBytes = try invocation.wholeNumber("probe-bytes", default: 1 << 20, range: 1...ABRun.Request.maximumProbeBytes)
         let orderText = arguments.value("order") ?? "interleaved"
         guard let order = TrialOrder(rawValue: orderText) else {
             throw invocation.usageError("--order must be interleaved or random, not '\(orderText)'")
@@ -177,11 +177,11 @@ struct ABSession {
                 throw invocation.usageError(error.message)
             }
         }
-        let harnessRetries = try invocation.wholeNumber("harness-retries", default: 2, range: 0...10)
+        let harnessRetries = try invocation.wholeNumber("harness-retries", default: 2, range: 0...ABRun.Request.maximumHarnessRetries)
         var network: NetworkLabel?
         if let text = arguments.value("network") {
             guard let label = NetworkLabel(text) else {
-                throw invocation.usageError("--network must be a label of 1 to 64 characters on one line")
+                throw invocation.usageError("--network must be a label of 1 to 64 characters on one line, without control characters")
             }
             network = label
         }

@@ -2,6 +2,7 @@ import Foundation
 import PosternAppLayer
 import PosternCore
 import PosternRuntime
+import PosternSystem
 
 extension Command {
     static let geo = Command(
@@ -56,7 +57,7 @@ struct GeoCommand {
                                           command: "postern geo")
         let force = invocation.arguments.flag("force")
         let report = await GeoRelayDirectory.refresh(from: url, cacheFile: cacheFile, through: tor.activation, force: force,
-                                                     readinessTimeout: .milliseconds(Int64(seconds * 1000)))
+                                                     readinessTimeout: .clampedSeconds(seconds))
         await tor.close()
         guard report.succeeded else { throw CommandFailure(report.text) }
         invocation.output.print(invocation.json ? report.jsonLine : report.text)

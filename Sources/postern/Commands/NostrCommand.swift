@@ -119,7 +119,7 @@ struct NostrSession: Sendable {
         let wrap = try NIP17.giftWrap(message: message, from: keys, to: recipientKey)
         let (tor, manager) = try await start()
         let output = invocation.output
-        let accepted = await manager.publish(wrap, awaitingAcceptanceFor: .milliseconds(Int64(seconds * 1000))) { relay, text in
+        let accepted = await manager.publish(wrap, awaitingAcceptanceFor: .clampedSeconds(seconds)) { relay, text in
             output.error("postern nostr send: \(relay) refused: \(text)")
         }
         await manager.disconnect()
@@ -145,7 +145,7 @@ struct NostrSession: Sendable {
         let output = invocation.output
         let json = invocation.json
         let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
-        let received = await PrivateMessage.read(inbox, limit: limit, timeout: .milliseconds(Int64(seconds * 1000)),
+        let received = await PrivateMessage.read(inbox, limit: limit, timeout: .clampedSeconds(seconds),
                                                  interrupted: { await stop.wait() },
                                                  received: { message in output.print(json ? message.jsonLine : message.text) })
         await manager.disconnect()

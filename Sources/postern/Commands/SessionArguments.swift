@@ -2,6 +2,7 @@ import BridgeConfig
 import Foundation
 import PosternCore
 import PosternRuntime
+import PosternSystem
 
 extension OptionSpec {
     static let torOptionsFile = OptionSpec.value("tor-options-file", "FILE", "extra tor options, one 'Key value' a line (private test networks)")
@@ -84,11 +85,8 @@ extension Invocation {
         do {
             var options = SessionOptions(dataDirectory: arguments.value("data-dir").map { URL(fileURLWithPath: $0) } ?? defaultDataDirectory)
             options.socks = try arguments.value("socks").map { try SocksEndpoint(parsing: $0) } ?? .default
-            if let text = arguments.value("stall-timeout") {
-                guard let seconds = Double(text), seconds > 0 else {
-                    throw usageError("--stall-timeout needs a positive number of seconds, not '\(text)'")
-                }
-                options.stallTimeout = .milliseconds(Int64(seconds * 1000))
+            if arguments.value("stall-timeout") != nil {
+                options.stallTimeout = .clampedSeconds(try positiveSeconds("stall-timeout", default: options.stallTimeout.seconds))
             }
             if let file = arguments.value("tor-options-file") {
                 guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {

@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
 import PosternRuntime
+import PosternSystem
 
 /// What the settings commands share: the store in the configuration directory, the logging policy
 /// from `--unsafe-logging`, and argument checks.
@@ -38,11 +39,11 @@ extension Invocation {
         return number
     }
 
-    /// `--NAME SECONDS`, a positive number (`default` without the option).
+    /// `--NAME SECONDS`, a positive number up to a week (`default` without the option).
     func positiveSeconds(_ name: String, default value: Double) throws(UsageError) -> Double {
         guard let text = arguments.value(name) else { return value }
-        guard let seconds = Double(text), seconds > 0 else {
-            throw usageError("--\(name) needs a positive number of seconds, not '\(text)'")
+        guard let seconds = Double(text), seconds > 0, seconds <= Duration.longestUserWait else {
+            throw usageError("--\(name) needs a positive number of seconds (at most \(Int(Duration.longestUserWait)), a week), not '\(text)'")
         }
         return seconds
     }
