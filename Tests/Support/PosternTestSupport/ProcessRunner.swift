@@ -27,8 +27,10 @@ public enum ProcessRunner {
     }
 
     /// The same, blocking the calling thread: for synchronous code outside the cooperative pool.
+    /// `exitNoticeGrace`: how long Foundation may take to notice the exit once the output ended
+    /// (see `waitForExit`).
     public static func runBlocking(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
-                                   stdin: String? = nil) throws -> ProcessResult {
+                                   stdin: String? = nil, exitNoticeGrace: TimeInterval = 30) throws -> ProcessResult {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -48,9 +50,36 @@ public enum ProcessRunner {
         DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         group.wait()
-        process.waitUntilExit()
-        return ProcessResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+        let status = waitForExit(process, grace: exitNoticeGrace)
+        return ProcessResult(status: status, stdout: String(decoding: outData, as: UTF8.self),
                              stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    /// The child's exit status (the signal's number when a signal ended it), as
+    /// `terminationStatus` gives it.
+    ///
+    /// Foundation on Linux learns of a child's exit only when a socket it hands the child closes,
+    /// and the child passes that socket on to whatever it starts in the background (the test
+    /// bed's daemons and probe servers). One CI run hung 16 minutes here with the child a zombie:
+    /// Foundation never reaped it. So after the child's output has ended, Foundation gets
+    /// `grace` (30 s by default) to notice; then the child is reaped here.
+    private static func waitForExit(_ process: Process, grace: TimeInterval) -> Int32 {
+        let deadline = Date().addingTimeInterval(grace)
+        while process.isRunning && Date() < deadline {
+            RunLoop.current.run(until: Date(timeIntervalSinceNow: 0.05))
+        }
+        guard process.isRunning else { return process.terminationStatus }
+        var status: Int32 = 0
+        while true {
+            let reaped = waitpid(process.processIdentifier, &status, 0)
+            if reaped == process.processIdentifier { break }
+            // Foundation reaped it after all (ECHILD), or a signal interrupted the wait (EINTR).
+            if reaped == -1 && errno == EINTR { continue }
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : signal
     }
 
     /// The package root, found from this file's location.
