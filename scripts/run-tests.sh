@@ -103,6 +103,8 @@ echo "== hygiene: bridge secrets in the run's outputs and files" >&2
 kill "$keeper" 2>/dev/null || true
 wait "$keeper" 2>/dev/null || true
 check "leak check self-test" python3 scripts/check-leaks.py --self-test
+check "citations self-test" python3 scripts/check-citations.py --self-test
+check "every cited file is in the repository, no machine paths" python3 scripts/check-citations.py
 check "test bed link model self-test" python3 scripts/testbed-link.py self-test
 check "no bridge secrets in outputs or files" python3 scripts/check-leaks.py --env "$tb_dir/env" "$run_dir/logs" "$run_dir/tmp" "$run_dir/kept"
 

@@ -1,4 +1,4 @@
-/// The argument rules of meek_lite (docs/specs/other-transports.md §1), a transport Postern has no
+/// The argument rules of meek_lite (lyrebird v0.5.0, transports/meeklite), a transport Postern has no
 /// module for: it runs only as an external plugin (lyrebird or obfs4proxy). Its rules live here,
 /// next to the rulebook, because there is no Postern transport module to hold them and no dial-time
 /// check to share them with; a future meek_lite module would take them over.

@@ -1,5 +1,5 @@
 /// A Nostr relay address in the normalized form used for storage and de-duplication
-/// (docs/base-system.md, "Nostr relays"):
+/// (the rules also listed in docs/BRIDGE-CONFIG.md):
 /// trim; a bare host gets `wss://`; `wss`/`https` become `wss`, `ws`/`http` become `ws`, any other
 /// scheme is rejected; the host is lower-cased; ports 443 and 80 and a bare `/` path are dropped;
 /// the fragment is removed. `.onion` hosts are ordinary host names here.

@@ -19,7 +19,7 @@ import Testing
         return try SnowflakeOptions(arguments: try BridgeArguments(pairs))
     }
 
-    /// snowflake's client/torrc line (docs/specs/snowflake.md section 2).
+    /// snowflake's client/torrc line (snowflake v2.x client/torrc).
     @Test func shippedBridgeLine() throws {
         let o = try options("snowflake 192.0.2.3:80 2B280B23E1107BB62ABFC40DDCC8824814F80A72 fingerprint=2B280B23E1107BB62ABFC40DDCC8824814F80A72 url=https://1098762253.rsc.cdn77.org/ fronts=www.cdn77.com,www.phpmyadmin.net ice=stun:stun.antisip.com:3478,stun:stun.epygi.com:3478,stun:stun.uls.co.za:3478,stun:stun.voipgate.com:3478,stun:stun.mixvoip.com:3478,stun:stun.nextcloud.com:3478,stun:stun.bethesda.net:3478,stun:stun.nextcloud.com:443 utls-imitate=hellorandomizedalpn")
         guard case .http(let endpoint) = o.rendezvous else { Issue.record("expected HTTP rendezvous"); return }

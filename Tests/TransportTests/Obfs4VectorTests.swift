@@ -4,7 +4,7 @@ import Testing
 import TransportBase
 @testable import Obfs4Transport
 
-// Vectors from /work/shared/docs/specs/obfs4.md §12 (made by running lyrebird v0.5.0).
+// Vectors made by running lyrebird v0.5.0's obfs4 code (its handshake and framing with fixed keys).
 
 private func hex(_ text: String) -> [UInt8] { hexBytes(text.replacingOccurrences(of: " ", with: "")) }
 private func hexString(_ bytes: some Sequence<UInt8>) -> String { bytes.map { String(format: "%02x", $0) }.joined() }

@@ -1,7 +1,7 @@
 import BridgeConfig
 import TransportBase
 
-/// obfs4's argument rules (docs/specs/obfs4.md §1): the one implementation behind both the
+/// obfs4's argument rules (obfs4proxy 0.0.14's doc/obfs4-spec.txt and lyrebird v0.5.0's transports/obfs4): the one implementation behind both the
 /// bridge-line check (BridgeConfig's parser asks for it through the rulebook) and
 /// `Obfs4BridgeConfiguration(arguments:)`, which reads tor's SOCKS arguments at dial time.
 public struct Obfs4ArgumentRules: BridgeArgumentRules {

@@ -2,7 +2,7 @@ import BridgeConfig
 import Foundation
 import TransportBase
 
-/// The obfs4 client (spec: /work/shared/docs/specs/obfs4.md), interoperable with obfs4proxy and lyrebird.
+/// The obfs4 client (spec: obfs4proxy 0.0.14's doc/obfs4-spec.txt), interoperable with obfs4proxy and lyrebird.
 public struct Obfs4Transport: PluggableTransport {
     public typealias Configuration = Obfs4BridgeConfiguration
 

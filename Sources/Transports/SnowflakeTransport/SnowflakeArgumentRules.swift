@@ -1,6 +1,6 @@
 import BridgeConfig
 
-/// snowflake's argument rules (docs/specs/snowflake.md §2 and §11): the one implementation behind
+/// snowflake's argument rules (snowflake v2.x client/torrc and client/snowflake.go): the one implementation behind
 /// both the bridge-line check (BridgeConfig's parser asks for it through the rulebook) and
 /// `SnowflakeOptions(arguments:)`, which reads tor's SOCKS arguments at dial time.
 ///

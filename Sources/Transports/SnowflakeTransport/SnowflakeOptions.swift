@@ -2,7 +2,7 @@ import BridgeConfig
 import Foundation
 
 /// The snowflake arguments of a bridge line (equivalently, the per-connection SOCKS arguments),
-/// validated the way the reference client reads them (docs/specs/snowflake.md section 2).
+/// validated the way the reference client reads them (snowflake v2.x client/snowflake.go and client/torrc).
 public struct SnowflakeOptions: Hashable, Sendable {
     /// A STUN server from `ice=`.
     public struct STUNServer: Hashable, Sendable, CustomStringConvertible {

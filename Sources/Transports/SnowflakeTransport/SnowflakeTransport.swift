@@ -4,7 +4,7 @@ import Foundation
 import Synchronization
 import TransportBase
 
-/// The snowflake client as a pluggable transport (spec: /work/shared/docs/specs/snowflake.md).
+/// The snowflake client as a pluggable transport (reference: snowflake v2.x, gitlab.torproject.org/tpo/anti-censorship/pluggable-transports/snowflake).
 ///
 /// One dial is one SnowflakeSession (returned at once; the rendezvous runs behind it): a rendezvous
 /// with the broker named by the bridge's `url=` (or through `ampcache=`), a

@@ -1,4 +1,4 @@
-// webtunnel wire format (spec: /work/shared/docs/specs/other-transports.md §2; reference client:
+// webtunnel wire format (reference client, the spec in effect:
 // lyrebird v0.5.0 transports/webtunnel/client.go with webtunnel's transport/httpupgrade).
 //
 // 1. TCP to one of the addresses the url= host resolves to (system resolver; loopback,

@@ -2,7 +2,7 @@ import BridgeConfig
 import Synchronization
 import TransportBase
 
-/// The webtunnel client (spec: /work/shared/docs/specs/other-transports.md §2; wire format in
+/// The webtunnel client (reference: lyrebird v0.5.0 transports/webtunnel; wire format in
 /// UpgradeFraming.swift): TCP to the url host, TLS, an HTTP/1.1 upgrade on the bridge's secret
 /// path, then tor's bytes unframed. Interoperates with webtunnel servers behind any web server
 /// that forwards the upgrade (nginx in the test bed).
