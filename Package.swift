@@ -8,7 +8,8 @@ import PackageDescription
 // scripts/swift-env.sh set it for .deps/tor; for a dependent package see docs/TOR-CORE-PROVENANCE.md).
 let package = Package(
     name: "Postern",
-    platforms: [.macOS(.v14)],
+    // Linux only: Glibc, epoll and the in-process tor core; no Apple platform is declared because none
+    // is supported.
     products: [
         .library(name: "PosternCore", targets: ["PosternCore"]),
         .library(name: "BridgeConfig", targets: ["BridgeConfig"]),

@@ -4,7 +4,8 @@ import PackageDescription
 // An app that embeds Postern: see docs/EMBEDDING.md.
 let package = Package(
     name: "EmbedNostr",
-    platforms: [.macOS(.v14)],
+    // Linux only: Glibc, epoll and the in-process tor core; no Apple platform is declared because none
+    // is supported.
     dependencies: [.package(name: "Postern", path: "../..")],
     targets: [
         .executableTarget(name: "EmbedNostr", dependencies: [
