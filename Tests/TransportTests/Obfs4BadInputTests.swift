@@ -328,7 +328,8 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
         let echoed = try await withTimeout(.seconds(30), expired: { writing.cancel(); connection.close() }) {
             try await Self.read(payload.count, from: connection)
         }
-        #expect(echoed == payload, "echoed \(echoed.count) of \(payload.count) bytes within 30 s")
+        let echoedIntact = echoed == payload
+        #expect(echoedIntact, "echoed \(echoed.count) of \(payload.count) bytes within 30 s")
         try await writing.value
     }
 
