@@ -37,7 +37,8 @@ public enum NostrRelayState: Sendable, Hashable {
 /// 1009, then the relay is retried with backoff); invalid JSON, unknown messages and events that do
 /// not verify are dropped; at most ``maximumQueuedMessages`` parsed messages wait for the consumer of
 /// ``messages`` (newer ones are dropped and logged, so an endless stream costs bounded memory); at
-/// most ``maximumSubscriptions`` subscriptions per relay.
+/// most ``maximumSubscriptions`` subscriptions per relay; an inbox (``privateMessages(for:subscription:)``)
+/// remembers the ids of at most ``maximumRememberedEventIDs`` events to drop wraps sent again.
 public actor NostrRelayManager {
     public static let builtinRelays: [String] = NostrRelayURL.builtin.map(\.rawValue)
     public static let initialBackoff = 1.0
@@ -48,6 +49,9 @@ public actor NostrRelayManager {
     public static let pendingSubscriptionTTL = 600.0
     public static let maximumQueuedMessages = 4096
     public static let maximumSubscriptions = 256
+    /// Event ids an inbox remembers (64 hex digits each: about 1 MiB in all), the least recently
+    /// seen forgotten first; a wrap sent again after its id was forgotten is yielded again.
+    public static let maximumRememberedEventIDs = 8192
 
     /// The relays private messages go to: built-ins plus the user's custom relays.
     public static func relays(for configuration: BridgeConfiguration) -> [String] {

@@ -72,15 +72,20 @@ extension NostrRelayManager {
     }
 
     /// Subscribes to the gift wraps addressed to `recipient` and yields each message it can open,
-    /// once (relays may send the same wrap twice). Consumes ``messages``; ends with it.
+    /// once (relays may send the same wrap twice) among the last ``maximumRememberedEventIDs`` event
+    /// ids. Consumes ``messages``; ends with it.
     public func privateMessages(for recipient: NostrKeyPair, subscription: String = "postern-inbox") -> AsyncStream<PrivateMessage> {
+        privateMessages(for: recipient, subscription: subscription, rememberingAtMost: Self.maximumRememberedEventIDs)
+    }
+
+    func privateMessages(for recipient: NostrKeyPair, subscription: String, rememberingAtMost capacity: Int) -> AsyncStream<PrivateMessage> {
         subscribe(id: subscription, filterJSON: "{\"kinds\":[1059],\"#p\":[\"\(recipient.publicKeyHex)\"]}")
         let messages = messages
         let (stream, continuation) = AsyncStream.makeStream(of: PrivateMessage.self)
         let reader = Task {
-            var seen = Set<String>()
+            var seen = SeenEventIDs(capacity: capacity)
             for await message in messages {
-                guard case .event(_, let event, _) = message, seen.insert(event.id).inserted,
+                guard case .event(_, let event, _) = message, seen.insert(event.id),
                       let (sender, rumor) = try? NIP17.unwrap(event, recipient: recipient) else { continue }
                 continuation.yield(PrivateMessage(sender: sender, createdAt: rumor.createdAt, content: rumor.content))
             }

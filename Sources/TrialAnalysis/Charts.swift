@@ -131,9 +131,13 @@ public enum BoxPlotSVG {
     public static let boxFill = "#9cc3e6"
     public static let medianStroke = "#c00"
 
+    /// Two decimals at most, whole numbers without ".0". The values come from a saved run, which
+    /// anyone can edit: `Int(exactly:)` is nil past Int's range and for infinities and NaN (where
+    /// `Int(_:)` traps), and those print as Double does.
     static func format(_ value: Double) -> String {
         let rounded = (value * 100).rounded() / 100
-        return rounded == rounded.rounded() ? String(Int(rounded)) : String(rounded)
+        if let whole = Int(exactly: rounded) { return String(whole) }
+        return String(rounded)
     }
 
     static func escape(_ text: String) -> String {
@@ -177,7 +181,11 @@ public enum Sparkline {
         return String(values.map { value -> Character in
             guard let value else { return "·" }
             guard high > low else { return blocks[blocks.count / 2] }
-            let fraction = min(max((value - low) / (high - low), 0), 1)
+            // Halved, the differences of finite values cannot overflow to infinity (a range from
+            // -1e308 to 1e308 would make the fraction ∞/∞ = NaN); halving is exact above the subnormals,
+            // so the fraction is the same as without it. A NaN from a non-finite value gets the middle block.
+            let fraction = min(max((value / 2 - low / 2) / (high / 2 - low / 2), 0), 1)
+            guard !fraction.isNaN else { return blocks[blocks.count / 2] }
             return blocks[Int((fraction * Double(blocks.count - 1)).rounded())]
         })
     }

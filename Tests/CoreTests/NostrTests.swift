@@ -2,6 +2,8 @@ import Foundation
 import Testing
 @testable import PosternCore
 @testable import PosternAppLayer
+import PosternRuntime
+import PosternTestSupport
 
 @Suite struct FailClosedQueueTests {
     @Test func capsAt200DroppingTheOldestAndLogsFirstAndEveryTenthDrop() {
@@ -127,5 +129,61 @@ import Testing
     @Test func deepNestingIsDropped() {
         #expect(NostrRelayMessage(parsing: String(repeating: "[", count: 100_000), relay: "wss://relay.example") == nil)
         #expect(NostrRelayMessage(parsing: "[\"EVENT\",\"s\"," + String(repeating: "{\"a\":", count: 50_000) + "1", relay: "wss://relay.example") == nil)
+    }
+}
+
+/// What an inbox remembers to drop a wrap sent again: capped, least recently seen forgotten first.
+@Suite struct InboxSeenIDsTests {
+    @Test func seenIDsStayWithinTheCapForgettingTheLeastRecentlySeen() {
+        var seen = SeenEventIDs(capacity: 8)
+        let first = seen.insert("kept"), again = seen.insert("kept"), old = seen.insert("old")
+        #expect(first && !again && old)
+        var largestCount = 0, newIDsTakenAsSeen = 0, keptTakenAsNew = 0
+        for index in 0..<1000 {
+            if !seen.insert("id-\(index)") { newIDsTakenAsSeen += 1 }
+            largestCount = max(largestCount, seen.count)
+            // Seen again and again, "kept" stays among the most recent and is never taken as new.
+            if index % 3 == 0, seen.insert("kept") { keptTakenAsNew += 1 }
+        }
+        #expect(largestCount <= 8)
+        #expect(newIDsTakenAsSeen == 0 && keptTakenAsNew == 0)
+        let oldAgain = seen.insert("old"), recentAgain = seen.insert("id-999")
+        #expect(oldAgain, "not seen for 1000 ids: forgotten")
+        #expect(!recentAgain)
+    }
+
+    /// A relay of ours sends a wrap, the same wrap again, `capacity` wraps for someone else, the
+    /// first wrap once more and a last one. The duplicate right away is dropped; the one after
+    /// `capacity` other ids is yielded again, because its id was forgotten (the old inbox kept
+    /// every id it ever saw).
+    @Test func anInboxDropsAWrapSentAgainAndForgetsIDsBeyondItsCap() async throws {
+        let capacity = 8
+        let alice = NostrKeyPair.generate(), bob = NostrKeyPair.generate(), carol = NostrKeyPair.generate()
+        let hello = try NIP17.giftWrap(message: "hello", from: alice, to: bob.publicKeyHex)
+        let last = try NIP17.giftWrap(message: "last", from: alice, to: bob.publicKeyHex)
+        let forCarol = try (0..<capacity).map { try NIP17.giftWrap(message: "\($0)", from: alice, to: carol.publicKeyHex) }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("postern-replay-\(UUID()).txt")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let lines = ([hello, hello] + forCarol + [hello, last]).map { "[\"EVENT\",\"postern-inbox\",\($0.json)]" }
+        try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+
+        let relay = try PeerProcess(script: "hostile_ws_peer.py", arguments: ["127.0.0.1", "0", "replay", file.path])
+        defer { relay.stop() }
+        let port = try await relay.port()
+        let activation = NetworkActivationService(store: nil, readiness: TorManager())
+        try await activation.setTorPreference(false)
+        let manager = NostrRelayManager(activation: activation, relays: ["ws://127.0.0.1:\(port)"])
+        let inbox = await manager.privateMessages(for: bob, subscription: "postern-inbox", rememberingAtMost: capacity)
+        await manager.connect()
+        let contents = try await withDeadline(.seconds(60)) {
+            var contents: [String] = []
+            for await message in inbox {
+                contents.append(message.content)
+                if message.content == "last" { break }
+            }
+            return contents
+        }
+        await manager.disconnect()
+        #expect(contents == ["hello", "hello", "last"])
     }
 }

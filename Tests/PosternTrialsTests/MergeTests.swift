@@ -79,4 +79,33 @@ import Testing
         let reportUsage = try ProcessRunner.runBlocking(ProcessRunner.postern, ["ab", "report"] + config)
         #expect(reportUsage.status == 64)
     }
+
+    /// A saved run is a file anyone can edit. Numbers as large as JSON's Double allows (a throughput
+    /// of 1e300, times of ±1.7e308) once trapped `ab report` in its chart labels and its sparkline;
+    /// every `ab` command that reads saved runs now finishes with them.
+    @Test func savedRunsWithExtremeNumbersTrapNoAbCommand() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("postern-extreme-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let config = root.appendingPathComponent("config")
+        var result = Fixtures.threeRoutes(id: "20261201T120000Z-x")
+        let extremes: [(bootstrap: Double, throughput: Double)] = [(1.7e308, 1e300), (-1.7e308, 1.7e308), (.leastNonzeroMagnitude, 9.3e18)]
+        // Trials 0, 1 and 3 succeeded (obfs4, snowflake, obfs4), so every figure takes the numbers.
+        for (index, extreme) in zip([0, 1, 3], extremes) {
+            result.trials[index].bootstrapSeconds = extreme.bootstrap
+            result.trials[index].probeFirstByteSeconds = extreme.bootstrap
+            result.trials[index].throughputBytesPerSecond = extreme.throughput
+        }
+        let directory = config.appendingPathComponent("state/ab/\(result.id)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try TrialHistory.writeAtomically(try ABResult.encoder().encode(result), to: directory.appendingPathComponent("result.json"))
+
+        let options = ["--config-dir", config.path]
+        for command in [["ab", "report", directory.path], ["ab", "report", result.id], ["ab", "history"], ["ab", "history", "--json"],
+                        ["ab", "merge", directory.path], ["ab", "merge", "--json", directory.path]] {
+            let run = try ProcessRunner.runBlocking(ProcessRunner.postern, command + options)
+            #expect(run.status == 0, "\(command.joined(separator: " ")): status \(run.status)\n\(run.stderr)")
+        }
+        let page = try String(contentsOf: directory.appendingPathComponent("report.html"), encoding: .utf8)
+        #expect(page.contains("e+293</title>"), "the throughput chart labels 1e300 B/s in MiB/s")
+    }
 }

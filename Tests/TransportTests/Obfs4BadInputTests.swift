@@ -7,8 +7,8 @@ import TransportTestSupport
 @testable import Obfs4Transport
 
 /// A minimal obfs4 SERVER built from this module's primitives. It exists only to produce what no
-/// real peer will send on request (truncated frames, bad tags, an obfs4proxy ≤ 0.0.11 decoder); the
-/// normal path is tested against the real obfs4proxy.
+/// real peer will send on request (truncated frames, bad tags, an obfs4proxy ≤ 0.0.11 decoder, a
+/// chosen PRNG seed); the normal path is tested against the real obfs4proxy.
 final class ModelObfs4Server: @unchecked Sendable {
     enum AfterHandshake: Sendable { case echo, truncatedFrame, badTag, badLength }
 
@@ -20,7 +20,13 @@ final class ModelObfs4Server: @unchecked Sendable {
     private let handshakes = Mutex(0)
     var completedHandshakes: Int { handshakes.withLock { $0 } }
 
-    init(oldBridge: Bool = false, then behaviour: AfterHandshake) throws {
+    /// The 24 bytes of the seed packet sent with the handshake reply (random unless given).
+    let prngSeed: [UInt8]
+    let iatMode: Obfs4IATMode
+
+    init(oldBridge: Bool = false, prngSeed: [UInt8]? = nil, iatMode: Obfs4IATMode = .none, then behaviour: AfterHandshake) throws {
+        self.prngSeed = prngSeed ?? SecureRandom.bytes(24)
+        self.iatMode = iatMode
         identityKey = try Sodium.x25519Base(scalar: identitySecret)
         listener = try LoopbackListener()
         let listener = self.listener
@@ -35,7 +41,7 @@ final class ModelObfs4Server: @unchecked Sendable {
 
     var endpoint: TransportEndpoint { listener.endpoint }
     var configuration: Obfs4BridgeConfiguration {
-        Obfs4BridgeConfiguration(identity: try! Obfs4ServerIdentity(nodeID: nodeID, publicKey: identityKey), iatMode: .none)
+        Obfs4BridgeConfiguration(identity: try! Obfs4ServerIdentity(nodeID: nodeID, publicKey: identityKey), iatMode: iatMode)
     }
 
     func stop() { listener.close(); acceptTask?.cancel() }
@@ -76,7 +82,7 @@ final class ModelObfs4Server: @unchecked Sendable {
         let keys = Obfs4Ntor.expand(keySeed: ntor.keySeed)
         var encoder = FrameEncoder(keys: DirectionKeys(keyMaterial: keys[72..<144]))
         var decoder = FrameDecoder(keys: DirectionKeys(keyMaterial: keys[0..<72]))
-        let seedFrame = try encoder.frame(type: 1, payload: SecureRandom.bytes(24))
+        let seedFrame = try encoder.frame(type: 1, payload: prngSeed)
         try await socket.write(response + seedFrame)
         handshakes.withLock { $0 += 1 }
 
@@ -296,6 +302,45 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
             }
         }
         #expect(mismatches > 0)
+    }
+
+    /// A seed whose length distribution is {0} (and whose IAT distribution is {4, 70}): found by
+    /// searching counters in the first 8 bytes; the test checks the premise rather than trusting it.
+    static let zeroLengthSeed = hexBytes("153b2a00000000005a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a")
+
+    /// The server's seed packet chooses the length distribution iat-mode 2 draws each write's size
+    /// from. A bridge whose seed only draws 0 once made every chunk empty, so a write never ended.
+    @Test func paranoidWritesFinishWhenTheServersSeedOnlyDrawsZero() async throws {
+        let lengths = WeightedDistribution(seed: Self.zeroLengthSeed, minimum: 0, maximum: Obfs4Framing.maximumSegmentLength)
+        try #require(lengths.values == [0])
+        let server = try ModelObfs4Server(prngSeed: Self.zeroLengthSeed, iatMode: .paranoid, then: .echo)
+        defer { server.stop() }
+        let connection = try await Obfs4Transport(handshakeTimeout: .seconds(10))
+            .dial(server.endpoint, configuration: server.configuration, context: DialContext())
+        defer { connection.close() }
+
+        // The first read takes the seed packet that came with the handshake reply.
+        try await connection.write(Array("before the seed".utf8))
+        #expect(try await Self.read(15, from: connection) == Array("before the seed".utf8))
+
+        let payload = SecureRandom.bytes(5000)
+        let writing = Task { try await connection.write(payload) }
+        let echoed = try await withTimeout(.seconds(30), expired: { writing.cancel(); connection.close() }) {
+            try await Self.read(payload.count, from: connection)
+        }
+        let echoedIntact = echoed == payload
+        #expect(echoedIntact, "echoed \(echoed.count) of \(payload.count) bytes within 30 s")
+        try await writing.value
+    }
+
+    /// Reads until `count` bytes arrive or the stream ends (or fails).
+    private static func read(_ count: Int, from connection: any TransportConnection) async throws -> [UInt8] {
+        var received: [UInt8] = []
+        while received.count < count {
+            guard let chunk = try? await connection.read(maximumCount: 65536), !chunk.isEmpty else { break }
+            received += chunk
+        }
+        return received
     }
 
     @Test func corruptionInFlightFromRealObfs4proxyIsDetected() async throws {

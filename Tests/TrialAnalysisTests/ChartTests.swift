@@ -58,6 +58,21 @@ struct ChartTests {
         #expect(Sparkline.render([]) == "")
     }
 
+    /// A saved run is a file anyone can edit: numbers past Int's range, or a range wider than the
+    /// largest Double, once reached `Int(_:)` and trapped `postern ab report`.
+    @Test func extremeNumbersRenderWithoutTrapping() {
+        #expect(BoxPlotSVG.format(3) == "3")
+        #expect(BoxPlotSVG.format(2.25) == "2.25")
+        #expect(BoxPlotSVG.format(1e300) == "1e+300")
+        #expect(BoxPlotSVG.format(-9.3e18) == "-9.3e+18")
+        #expect(BoxPlotSVG.format(.infinity) == "inf")
+        #expect(BoxPlotSVG.format(.nan) == "nan")
+        let svg = BoxPlotSVG.render(title: "t", axisLabel: "MiB/s", groups: [.init(label: "a", values: [1e300, 1.7e308, -1.7e308])])
+        #expect(svg.contains("<title>1e+300</title>"))
+        #expect(Sparkline.render([-1.7e308, 0, 1.7e308, nil]) == "▁▅█·")
+        #expect(Sparkline.render([.nan, .infinity], minimum: 0, maximum: 10) == "▅█")
+    }
+
     @Test func csvQuotesOnlyWhatNeedsIt() {
         let text = CSV.render(header: ["route", "reason"], rows: [["obfs4", ""], ["direct", "stalled at 5% (conn), \"no route\""]])
         #expect(text == "route,reason\r\nobfs4,\r\ndirect,\"stalled at 5% (conn), \"\"no route\"\"\"\r\n")

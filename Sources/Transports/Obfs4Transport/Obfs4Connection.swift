@@ -154,7 +154,7 @@ final class Obfs4Connection: TransportConnection, @unchecked Sendable {
         var offset = 0
         while offset < buffered.count {
             let chunk = try writer.withLock { state throws(TransportError) -> [UInt8]? in
-                let target = state.lengthDistribution.sample()
+                let target = Self.paranoidWriteSize(drawn: state.lengthDistribution.sample())
                 if buffered.count - offset < target {
                     var tail = Array(buffered[offset...])
                     try Self.padBurst(&tail, target: target, state: &state)
@@ -168,9 +168,20 @@ final class Obfs4Connection: TransportConnection, @unchecked Sendable {
                 return Array(buffered[offset..<end])
             }
             guard let chunk else { continue }
-            if !chunk.isEmpty { try await socket.write(chunk) }
+            try await socket.write(chunk)
             try await sleepInterArrival()
         }
+    }
+
+    /// The size of one iat-mode 2 write for a value drawn from the length distribution.
+    ///
+    /// Lengths here count modulo a segment, as they do for `padBurst` (a target of 0 pads a burst
+    /// to a whole number of segments), so a drawn 0 is a full segment. Taken literally it would be
+    /// an empty write: no progress, and the server's seed chooses the distribution, so a seed whose
+    /// only value is 0 would keep `writeParanoid` looping forever (without a pause when the IAT
+    /// distribution is {0} too).
+    static func paranoidWriteSize(drawn: Int) -> Int {
+        drawn == 0 ? Obfs4Framing.maximumSegmentLength : drawn
     }
 
     private func sleepInterArrival() async throws {

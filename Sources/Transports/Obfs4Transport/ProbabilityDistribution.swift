@@ -5,7 +5,8 @@ import PosternCrypto
 /// The value set is derived with our own use of the seeded SipHash DRBG, not Go's `math/rand`, so
 /// it is not bit-identical to lyrebird (the peer never checks it; spec §9).
 struct WeightedDistribution: Sendable {
-    private let values: [Int]
+    /// The values a sample can take: 1–100 of them, chosen by the seed.
+    let values: [Int]
     private let cumulativeWeights: [Double]
 
     init(seed: some Collection<UInt8>, minimum: Int, maximum: Int) {

@@ -1,6 +1,6 @@
 """A hostile WebSocket server / Nostr relay of ours (no real relay misbehaves on request).
 
-    hostile_ws_peer.py HOST PORT MODE
+    hostile_ws_peer.py HOST PORT MODE [FILE]
 
 Prints 'PORT n' once listening, 'CONNECTED' per connection, and for the flooding modes 'SENT n'
 (bytes written so far) about every 0.2 s, so a test can see how far the client let it get.
@@ -16,12 +16,15 @@ Modes (after a correct handshake unless the name says otherwise):
   huge-event      a Nostr EVENT of 600 KiB (over the 512 KiB cap)
   endless-events  ["EVENT","s",{...}] messages (valid JSON, invalid signature) without end
   invalid-json    garbage text frames without end, 1 per 10 ms
+  replay          once the client has sent something (its REQ), each line of FILE as a text frame,
+                  in order (a relay that sends what it likes: the same event again, say), then reads
 """
 import base64, hashlib, os, socket, sys, threading, time, signal
 signal.pthread_sigmask(signal.SIG_UNBLOCK, signal.valid_signals())
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 host, port, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+replay_file = sys.argv[4] if len(sys.argv) > 4 else None
 
 
 def frame(opcode, payload, length=None):
@@ -108,6 +111,15 @@ def serve(conn):
                          % (counter[0], 1, counter[0], "z" * 4000, 0))
                 return frame(1, event.encode())
             flood(conn, make)
+        elif mode == "replay":
+            if not conn.recv(65536):
+                return
+            with open(replay_file) as lines:
+                for line in lines:
+                    if line.strip():
+                        conn.sendall(frame(1, line.strip().encode()))
+            while conn.recv(65536):
+                pass
         elif mode == "invalid-json":
             while True:
                 conn.sendall(frame(1, b'["EVENT",{{{' + os.urandom(8).hex().encode()))
