@@ -1,4 +1,5 @@
 import Foundation
+import PosternSystem
 
 extension NostrKeyFile {
     /// Where `postern nostr` keeps its key in a configuration directory.
@@ -30,8 +31,10 @@ public struct NostrSendReceipt: Hashable, Sendable {
 }
 
 extension PrivateMessage {
-    /// "from SENDER: CONTENT".
-    public var text: String { "from \(sender): \(content)" }
+    /// "from SENDER: CONTENT", on one line: the content is the sender's, so its control
+    /// characters (an escape sequence, a newline that would start a line from someone else) are
+    /// made visible (`PlainText.visible`).
+    public var text: String { "from \(PlainText.visible(sender)): \(PlainText.visible(content))" }
 
     /// `{"from":"SENDER","created_at":N,"message":"CONTENT"}`, one line (the content as JSON
     /// escapes it, `/` as `\/`).
