@@ -76,11 +76,14 @@ extension PrivateMessage {
 /// The one-line JSON objects are written out key by key: their keys come in a fixed order, which
 /// JSONEncoder does not keep.
 enum NostrJSONLine {
-    /// `text` as a JSON string, `/` as `\/` unless `escapingSlashes` is false.
+    /// `text` as a JSON string, `/` as `\/` unless `escapingSlashes` is false. Every control
+    /// character (`PlainText.isControlCharacter`) is a `\u` escape, not only the C0 ones JSON
+    /// requires (JSONEncoder left DEL, C1 and the bidirectional marks raw): a line printed to a
+    /// terminal cannot steer it, and a JSON reader still gets the exact text.
     static func string(_ text: String, escapingSlashes: Bool = true) -> String {
-        let encoder = JSONEncoder()
-        if !escapingSlashes { encoder.outputFormatting = [.withoutEscapingSlashes] }
-        // Encoding a string cannot fail.
-        return String(decoding: (try? encoder.encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
+        QuotedText.quoted(text) { scalar in
+            if scalar == "/" { return escapingSlashes ? "\\/" : nil }
+            return PlainText.isControlCharacter(scalar) ? QuotedText.jsonUnicodeEscape(scalar) : nil
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PosternSystem
 import Testing
 @testable import PosternAppLayer
 
@@ -24,6 +25,18 @@ import Testing
                                      content: "hi \(Self.escapes)\nfrom \(String(repeating: "0", count: 64)): forged")
         #expect(message.text == #"from \#(message.sender): hi \#(Self.shown)\nfrom 0000000000000000000000000000000000000000000000000000000000000000: forged"#)
         #expect(message.jsonLine.contains(#"\u001b]0;pwned\u0007"#), "\(message.jsonLine)")
+    }
+
+    /// `nostr listen --json` keeps the exact text, but JSONEncoder leaves DEL, C1 and the bidi
+    /// marks raw (only C0 must be escaped in JSON): they are written as \u escapes, which parse
+    /// back to the same text.
+    @Test func aMessagesJSONLineHasNoRawControlCharactersAndParsesBackExactly() throws {
+        let content = "a\u{7F}b\u{9B}31m\u{202E}c\u{1B}]0;x\u{07}\n\u{2028}é🇮🇷"
+        let line = PrivateMessage(sender: "abcd", createdAt: 1, content: content).jsonLine
+        #expect(!PlainText.containsControlCharacters(line), "\(line.debugDescription)")
+        #expect(line.contains(#"a\u007fb\u009b31m\u202ec\u001b]0;x\u0007\n\u2028é🇮🇷"#), "\(line.debugDescription)")
+        let parsed = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(parsed["message"] as? String == content)
     }
 
     /// The status line of a refused WebSocket upgrade and a close frame's reason.
