@@ -6,7 +6,10 @@ import PosternSystem
 ///
 /// Validated on construction, so a stored plugin is always runnable in form: one to eight distinct
 /// transport names (never `vanilla`), an absolute executable path and at most 32 arguments, none of
-/// them containing NUL or a line break. Whether the file exists and is executable is checked when
+/// them containing a control character (`PlainText.isControlCharacter`: C0, DEL, C1, bidirectional
+/// formatting). A path or argument can come from a paste, and both are shown to the user (in the
+/// command that stores a pasted plugin, in `transport plugin list`), so an escape sequence or a
+/// reordering mark would reach the terminal. Whether the file exists and is executable is checked when
 /// the plugin is added and again when it is started, since it can change in between.
 ///
 /// `replacesBuiltin` records the user's explicit wish that the plugin serve a name Postern also
@@ -45,7 +48,7 @@ public struct TransportPlugin: Hashable, Sendable {
         for (offset, argument) in arguments.enumerated() {
             guard argument.utf8.count <= Self.maximumArgumentBytes, Self.isClean(argument) else {
                 throw Self.invalid(.badPluginArgument,
-                                   "plugin argument \(offset + 1) is longer than \(Self.maximumArgumentBytes) bytes or contains NUL or a line break")
+                                   "plugin argument \(offset + 1) is longer than \(Self.maximumArgumentBytes) bytes or contains a control character")
             }
         }
         self.names = names
@@ -124,7 +127,7 @@ public struct TransportPlugin: Hashable, Sendable {
     }
 
     private static func isClean(_ text: String) -> Bool {
-        text.utf8.allSatisfy { $0 != 0 && $0 != 0x0A && $0 != 0x0D }
+        !PlainText.containsControlCharacters(text)
     }
 
     private static func invalid(_ code: BridgeConfigError.Code, _ message: String) -> BridgeConfigError {

@@ -1,5 +1,6 @@
 import Foundation
 import PosternCore
+import PosternSystem
 
 /// A relay with coordinates, from the geo relay directory.
 public struct GeoRelay: Sendable, Hashable, CustomStringConvertible {
@@ -282,7 +283,9 @@ public enum GeoRelayCSV {
         return host + portSuffix
     }
 
+    /// The reasons quote the directory's fields (a header, a latitude, a relay), which are the
+    /// server's text: shown with their control characters made visible.
     private static func reject(_ reason: String) -> AppLayerError {
-        AppLayerError(.invalidCSV, kind: .failure, "geo relay directory rejected: \(reason)")
+        AppLayerError(.invalidCSV, kind: .failure, "geo relay directory rejected: \(PlainText.visible(reason))")
     }
 }

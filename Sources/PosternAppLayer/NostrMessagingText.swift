@@ -1,4 +1,5 @@
 import Foundation
+import PosternSystem
 
 extension NostrKeyFile {
     /// Where `postern nostr` keeps its key in a configuration directory.
@@ -30,8 +31,10 @@ public struct NostrSendReceipt: Hashable, Sendable {
 }
 
 extension PrivateMessage {
-    /// "from SENDER: CONTENT".
-    public var text: String { "from \(sender): \(content)" }
+    /// "from SENDER: CONTENT", on one line: the content is the sender's, so its control
+    /// characters (an escape sequence, a newline that would start a line from someone else) are
+    /// made visible (`PlainText.visible`).
+    public var text: String { "from \(PlainText.visible(sender)): \(PlainText.visible(content))" }
 
     /// `{"from":"SENDER","created_at":N,"message":"CONTENT"}`, one line (the content as JSON
     /// escapes it, `/` as `\/`).
@@ -73,11 +76,14 @@ extension PrivateMessage {
 /// The one-line JSON objects are written out key by key: their keys come in a fixed order, which
 /// JSONEncoder does not keep.
 enum NostrJSONLine {
-    /// `text` as a JSON string, `/` as `\/` unless `escapingSlashes` is false.
+    /// `text` as a JSON string, `/` as `\/` unless `escapingSlashes` is false. Every control
+    /// character (`PlainText.isControlCharacter`) is a `\u` escape, not only the C0 ones JSON
+    /// requires (JSONEncoder left DEL, C1 and the bidirectional marks raw): a line printed to a
+    /// terminal cannot steer it, and a JSON reader still gets the exact text.
     static func string(_ text: String, escapingSlashes: Bool = true) -> String {
-        let encoder = JSONEncoder()
-        if !escapingSlashes { encoder.outputFormatting = [.withoutEscapingSlashes] }
-        // Encoding a string cannot fail.
-        return String(decoding: (try? encoder.encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
+        QuotedText.quoted(text) { scalar in
+            if scalar == "/" { return escapingSlashes ? "\\/" : nil }
+            return PlainText.isControlCharacter(scalar) ? QuotedText.jsonUnicodeEscape(scalar) : nil
+        }
     }
 }

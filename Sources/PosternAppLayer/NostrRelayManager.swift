@@ -2,6 +2,7 @@ import BridgeConfig
 import Foundation
 import PosternCore
 import PosternRuntime
+import PosternSystem
 
 /// What the relays said, as it arrives.
 public enum NostrRelayMessage: Sendable, Hashable {
@@ -242,7 +243,10 @@ extension NostrRelayMessage {
     // error; every array index is behind a count check; numbers arrive as NSNumber, whose intValue
     // saturates rather than traps (a created_at of 1e300 just fails the id check).
     /// One relay → client message (NIP-01 EVENT, EOSE, OK, NOTICE, CLOSED); nil for anything else,
-    /// including events that fail their id or signature check (a relay cannot forge). `package`
+    /// including events that fail their id or signature check (a relay cannot forge). The
+    /// relay's own texts (an OK's or CLOSED's message, a NOTICE) are for people and arrive with
+    /// their control characters made visible (`PlainText.visible`), so a refusal printed as it is
+    /// cannot steer a terminal; an event's content is the sender's and is kept exact. `package`
     /// access: the manager and the `NostrMessageFuzzer` target use it.
     package init?(parsing text: String, relay: String) {
         guard let array = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [Any],
@@ -257,13 +261,19 @@ extension NostrRelayMessage {
         case "OK" where array.count >= 3:
             guard let id = array[1] as? String else { return nil }
             let accepted = (array[2] as? Bool) ?? ((array[2] as? NSNumber)?.boolValue ?? false)
-            self = .ok(eventID: id, accepted: accepted, message: array.count > 3 ? (array[3] as? String ?? "") : "", relay: relay)
+            self = .ok(eventID: id, accepted: accepted, message: Self.relayText(array, 3), relay: relay)
         case "NOTICE" where array.count >= 2:
-            self = .notice(array[1] as? String ?? "", relay: relay)
+            self = .notice(Self.relayText(array, 1), relay: relay)
         case "CLOSED" where array.count >= 2:
-            self = .closed(subscription: array[1] as? String ?? "", message: array.count > 2 ? (array[2] as? String ?? "") : "", relay: relay)
+            self = .closed(subscription: Self.relayText(array, 1), message: Self.relayText(array, 2), relay: relay)
         default:
             return nil
         }
+    }
+
+    /// The string at `index` of a relay's message, control characters made visible; "" when it is
+    /// missing or not a string.
+    private static func relayText(_ array: [Any], _ index: Int) -> String {
+        index < array.count ? PlainText.visible(array[index] as? String ?? "") : ""
     }
 }

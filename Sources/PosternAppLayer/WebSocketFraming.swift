@@ -19,13 +19,15 @@
 import PosternCrypto
 import Foundation
 import PosternCore
+import PosternSystem
 
 public enum WebSocketMessage: Sendable, Hashable {
     case text(String)
     case binary(Data)
 }
 
-/// A close frame's status code (RFC 6455 §7.4) and reason.
+/// A close frame's status code (RFC 6455 §7.4) and reason (the peer's text: `description` shows
+/// it with its control characters made visible).
 public struct WebSocketCloseStatus: Sendable, Hashable, CustomStringConvertible {
     public let code: UInt16
     public let reason: String
@@ -39,7 +41,7 @@ public struct WebSocketCloseStatus: Sendable, Hashable, CustomStringConvertible 
     public static let messageTooBig: UInt16 = 1009
     /// Never sent: reported when the connection ended without a close frame.
     public static let abnormal: UInt16 = 1006
-    public var description: String { reason.isEmpty ? "\(code)" : "\(code) \(reason)" }
+    public var description: String { reason.isEmpty ? "\(code)" : "\(code) \(PlainText.visible(reason))" }
 }
 
 enum WebSocketOpcode: UInt8 {

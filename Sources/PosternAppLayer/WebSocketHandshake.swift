@@ -15,6 +15,7 @@
 import PosternCrypto
 import Foundation
 import PosternCore
+import PosternSystem
 
 /// Accumulates the server's reply to our upgrade request and validates it once the head ends.
 /// Pure (no I/O), so the `WebSocketHandshakeFuzzer` target can drive it with arbitrary reads.
@@ -87,7 +88,9 @@ struct WebSocketHandshakeReader {
         let statusLine = lines[0]
         let statusParts = statusLine.split(separator: 0x20, omittingEmptySubsequences: true)
         guard statusParts.count >= 2, statusParts[0].starts(with: Array("HTTP/1.".utf8)), Array(statusParts[1]) == Array("101".utf8) else {
-            throw AppLayerError(.webSocketProtocol, "WebSocket handshake refused: \(String(decoding: statusLine.prefix(80), as: UTF8.self))")
+            // The status line is the server's text: shown with its control characters made visible.
+            throw AppLayerError(.webSocketProtocol,
+                                "WebSocket handshake refused: \(PlainText.visible(String(decoding: statusLine.prefix(80), as: UTF8.self)))")
         }
         var headers: [String: String] = [:]
         for line in lines.dropFirst() {

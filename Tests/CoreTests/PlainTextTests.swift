@@ -28,6 +28,22 @@ import Testing
         #expect(PlainText.leftPadded("1234", to: 3) == "1234")
     }
 
+    /// Text from outside (issue 24, item 5): what could steer a terminal or reorder the text is
+    /// shown, the rest (accents, flags, joiners, backslashes) kept.
+    @Test func controlCharactersAreMadeVisibleAndTheRestKept() {
+        #expect(PlainText.visible("\u{1B}]0;pwned\u{07}\u{1B}[2J") == #"\u{1B}]0;pwned\u{7}\u{1B}[2J"#)
+        #expect(PlainText.visible("a\nb\rc\td\u{0}\u{7F}") == #"a\nb\rc\td\u{0}\u{7F}"#)
+        // C1 (CSI as one scalar), the bidi overrides and isolates, the line separator.
+        #expect(PlainText.visible("\u{9B}31m \u{202E}cod.exe\u{202C} \u{2067}x\u{2069} \u{200F}\u{2028}")
+                == #"\u{9B}31m \u{202E}cod.exe\u{202C} \u{2067}x\u{2069} \u{200F}\u{2028}"#)
+        for kept in ["Café 🇮🇷 👩‍👩‍👧", #"C:\path\u{1B}"#, "plain", ""] {
+            #expect(PlainText.visible(kept) == kept)
+            #expect(!PlainText.containsControlCharacters(kept))
+        }
+        #expect(PlainText.containsControlCharacters("x\u{85}"))
+        #expect(PlainText.isControlCharacter("\u{1B}") && !PlainText.isControlCharacter("\u{200D}"))
+    }
+
     @Test func theCommonEscapesAndEachProtocolsOwnRule() {
         #expect(QuotedText.quoted("a\"b\\c\nd\re\tf") == #""a\"b\\c\nd\re\tf""#)
         // Without a rule of its own every other scalar is kept (tor's control protocol).

@@ -129,12 +129,13 @@ public enum ClientPollResponse: Hashable, Sendable {
         }
     }
 
-    /// The answer, or a `refused` error carrying the broker's reason.
+    /// The answer, or a `refused` error carrying the broker's reason (its control characters made
+    /// visible: the broker's text reaches logs, events files and terminals).
     public func requireAnswer() throws(SnowflakeError) -> SessionDescription {
         switch self {
         case .answer(let description): return description
         case .error(let reason):
-            throw SnowflakeError(code: .brokerError, kind: .refused, message: "the broker refused: \(reason)")
+            throw SnowflakeError(code: .brokerError, kind: .refused, message: "the broker refused: \(PlainText.visible(reason))")
         }
     }
 }

@@ -18,8 +18,11 @@ Modes (after a correct handshake unless the name says otherwise):
   invalid-json    garbage text frames without end, 1 per 10 ms
   replay          once the client has sent something (its REQ), each line of FILE as a text frame,
                   in order (a relay that sends what it likes: the same event again, say), then reads
+  escape-status   (no handshake) a 403 whose status line carries terminal escape sequences
+  escape-refusal  refuses every EVENT with an OK false whose message carries terminal escape
+                  sequences, and sends a NOTICE like it; prints 'REFUSED' per refusal
 """
-import base64, hashlib, os, socket, sys, threading, time, signal
+import base64, hashlib, json, os, socket, sys, threading, time, signal
 signal.pthread_sigmask(signal.SIG_UNBLOCK, signal.valid_signals())
 
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -58,6 +61,33 @@ def head_for(key):
             b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n")
 
 
+# A window title (OSC 0), a screen clear (CSI 2J), a C1 CSI and a right-to-left override.
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J\u009b31m\u202e"
+
+
+def read_exactly(conn, count):
+    data = b""
+    while len(data) < count:
+        chunk = conn.recv(count - len(data))
+        if not chunk:
+            raise OSError("closed")
+        data += chunk
+    return data
+
+
+def read_client_frame(conn):
+    """One masked client frame: (opcode, payload)."""
+    first, second = read_exactly(conn, 2)
+    length = second & 0x7F
+    if length == 126:
+        length = int.from_bytes(read_exactly(conn, 2), "big")
+    elif length == 127:
+        length = int.from_bytes(read_exactly(conn, 8), "big")
+    mask = read_exactly(conn, 4) if second & 0x80 else b"\0\0\0\0"
+    payload = read_exactly(conn, length)
+    return first & 0x0F, bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
 def flood(conn, make):
     sent = 0
     last = time.time()
@@ -75,6 +105,9 @@ def serve(conn):
     try:
         key = read_request(conn)
         if key is None:
+            return
+        if mode == "escape-status":
+            conn.sendall(b"HTTP/1.1 403 " + ESCAPES.encode() + b"\r\n\r\n")
             return
         if mode == "huge-head":
             conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\n")
@@ -120,6 +153,18 @@ def serve(conn):
                         conn.sendall(frame(1, line.strip().encode()))
             while conn.recv(65536):
                 pass
+        elif mode == "escape-refusal":
+            conn.sendall(frame(1, json.dumps(["NOTICE", "notice " + ESCAPES]).encode()))
+            while True:
+                opcode, payload = read_client_frame(conn)
+                if opcode == 8:
+                    return
+                if opcode != 1:
+                    continue
+                message = json.loads(payload)
+                if message[0] == "EVENT":
+                    conn.sendall(frame(1, json.dumps(["OK", message[1]["id"], False, "blocked: " + ESCAPES]).encode()))
+                    print("REFUSED", flush=True)
         elif mode == "invalid-json":
             while True:
                 conn.sendall(frame(1, b'["EVENT",{{{' + os.urandom(8).hex().encode()))
