@@ -57,7 +57,7 @@ struct BridgesTestCommand {
             }
             transportFilter = transport
         }
-        let torOptionsFile = try invocation.readableFile("tor-options-file")
+        let torOptionsFile = try invocation.checkedTorOptionsFile()
         let selection = try requestedSelection()
         let configuration = try invocation.bridgeStore().load()
         var candidates: [Candidate]
