@@ -253,13 +253,12 @@ public struct BridgeStore: Sendable {
     }
 
     private func createDirectory() throws(BridgeConfigError) {
-        // Each missing component is created 0700 (the XDG spec asks that of ~/.config too).
-        var path = directory.hasPrefix("/") ? "" : "."
-        for component in directory.split(separator: "/", omittingEmptySubsequences: true) {
-            path += "/" + component
-            if mkdir(path, 0o700) != 0 && errno != EEXIST {
-                throw storageError(.storeWriteFailed, "cannot create the directory \(path): \(describeErrno(errno))")
-            }
+        // Missing components are created 0700; an existing directory must be ours and is made
+        // private (PrivateDirectory), since the store's lock and temporary files live beside it.
+        do throws(PrivateDirectory.Failure) {
+            try PrivateDirectory.prepare(directory)
+        } catch {
+            throw storageError(.storeWriteFailed, "the settings directory \(error.path) \(error.reason)")
         }
     }
 
@@ -284,7 +283,7 @@ public struct BridgeStore: Sendable {
 
     private func writeAtomically(_ data: Data) throws(BridgeConfigError) {
         let temporaryPath = directory + "/" + temporaryPrefix + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw storageError(.storeWriteFailed, "cannot create a temporary file in \(directory): \(describeErrno(errno))")
         }

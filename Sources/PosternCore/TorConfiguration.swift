@@ -146,18 +146,25 @@ public struct TorOption: Sendable, Hashable, CustomStringConvertible {
         self.value = value
     }
 
-    /// Parses lines of "Key value" (torrc syntax without includes); '#' comments and blank lines are skipped.
+    /// Parses lines of "Key value" (torrc syntax without includes); '#' comments and blank lines are
+    /// skipped. A line ``TorOptionPolicy`` refuses (a control port, a public listener, the log) is a
+    /// usage error naming the line, the option and why.
     public static func parseLines(_ text: String) throws(TorCoreError) -> [TorOption] {
         var options: [TorOption] = []
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = rawLine.trimmingCharacters(in: .whitespaces)
             if line.isEmpty || line.hasPrefix("#") { continue }
             let parts = line.split(separator: " ", maxSplits: 1)
+            let option: TorOption
             do {
-                try options.append(TorOption(String(parts[0]), parts.count > 1 ? String(parts[1]).trimmingCharacters(in: .whitespaces) : ""))
+                option = try TorOption(String(parts[0]), parts.count > 1 ? String(parts[1]).trimmingCharacters(in: .whitespaces) : "")
             } catch {
                 throw TorCoreError(error.code, kind: error.kind, "line \(index + 1): \(error.message)")
             }
+            if let refusal = TorOptionPolicy.refusal(of: option) {
+                throw TorCoreError(.invalidConfiguration, kind: .usage, "line \(index + 1): \(refusal)")
+            }
+            options.append(option)
         }
         return options
     }

@@ -95,6 +95,9 @@ public actor TorManager {
     /// flag clears and the deadline starts again.
     public func reconfigure(_ options: [TorOption], resetting: [String] = []) async throws {
         guard let control else { throw TorCoreError(.notRunning, kind: .usage, "tor is not running") }
+        if let refusal = options.lazy.compactMap(TorOptionPolicy.refusal(of:)).first {
+            throw TorCoreError(.invalidConfiguration, kind: .usage, refusal)
+        }
         let present = Set(options.map(\.key))
         var pairs: [(key: String, value: String?)] = options.map { ($0.key, $0.value) }
         pairs += resetting.filter { !present.contains($0) }.map { ($0, nil) }
@@ -154,6 +157,11 @@ public actor TorManager {
         guard core == nil else {
             throw TorCoreError(.alreadyRunning, kind: .usage, "this manager's tor core is already running")
         }
+        // The options come after the core's own: one that opens a control port or a public
+        // listener would undo them (TorOptionPolicy), whoever built the configuration.
+        if let refusal = configuration.options.lazy.compactMap(TorOptionPolicy.refusal(of:)).first {
+            throw TorCoreError(.invalidConfiguration, kind: .usage, refusal)
+        }
         try EmbeddedTorSlot.claim()
         var slotHeld = true
         defer { if slotHeld { EmbeddedTorSlot.release() } }
@@ -164,6 +172,9 @@ public actor TorManager {
         status.socks = configuration.socks
         publish()
 
+        // What tor's log held before this start: a log that has not grown says tor refused its
+        // configuration before opening it (the file may be a previous run's, or missing).
+        let logSizeBefore = Self.fileSize(configuration.logFile)
         let emptyTorrc: URL
         do {
             try configuration.socks.ensureAvailable()
@@ -207,9 +218,14 @@ public actor TorManager {
             let code = await thread.waitForExit()
             core = nil
             control = nil
-            // tor refuses a bad configuration before its log file opens; its exit status is all
-            // that is left (POSTERN_TOR_STDERR=1 shows its warnings).
-            let reason = TorCoreError(.torExited, "tor stopped while starting (exit status \(code)): \(error); its log: \(configuration.logFile.path); set POSTERN_TOR_STDERR=1 to see tor's warnings")
+            // The control connection closes because tor exited: the exit is the news. tor
+            // refuses a bad configuration before its log file opens; then its exit status is all
+            // that is left (POSTERN_TOR_STDERR=1 shows its warnings) and naming the log would
+            // send the user to a file that is missing or holds an older run.
+            let logGrew = (Self.fileSize(configuration.logFile) ?? 0) > (logSizeBefore ?? 0)
+            let reason = logGrew
+                ? TorCoreError(.torExited, "tor stopped while starting (exit status \(code)); see its log: \(configuration.logFile.path)")
+                : TorCoreError(.torExited, "tor refused its configuration and stopped before writing its log (exit status \(code)); set POSTERN_TOR_STDERR=1 to see tor's warnings")
             fail(reason)
             throw reason
         }
@@ -338,6 +354,12 @@ public actor TorManager {
             return true
         }
         return listeners.contains(socks)
+    }
+
+    private static func fileSize(_ file: URL) -> Int64? {
+        var info = stat()
+        guard stat(file.path, &info) == 0 else { return nil }
+        return Int64(info.st_size)
     }
 
     private static func prepareDataDirectory(_ directory: URL) throws(TorCoreError) -> URL {

@@ -47,6 +47,7 @@ public enum Transports {
         MeekLiteArgumentRules(),
     ])
 
+    /// Plugins keep their state in `stateLocation`/pt_state (default: the user's state directory).
     public static func registry(plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
         try assemble(own: builtins.map { $0.make(nil) }, plugins: plugins, stateLocation: stateLocation, dialTimeout: .seconds(60))
     }
@@ -77,13 +78,18 @@ public enum Transports {
         for client in running { await client.stop() }
     }
 
+    /// Where plugins keep their state when the caller names no place: the user's Postern state
+    /// directory (PosternPaths), private to the user, never a shared temporary directory where
+    /// another account could create `pt_state` first.
+    static var defaultStateLocation: URL { PosternPaths(configDirectoryOverride: nil).stateDirectory }
+
     private static func assemble(own: [any PluggableTransport], plugins: [TransportPlugin], stateLocation: URL?,
                                  dialTimeout: Duration) throws -> TransportRegistry {
         var external: [String: any PluggableTransport] = [:]
         for plugin in plugins {
             let served = plugin.names.filter { plugin.replacesBuiltin || !builtinNames.contains($0.rawValue) }
             guard !served.isEmpty else { continue }
-            let state = (stateLocation ?? URL(fileURLWithPath: NSTemporaryDirectory())).appendingPathComponent("pt_state").path
+            let state = (stateLocation ?? defaultStateLocation).appendingPathComponent("pt_state").path
             let client = ManagedPluginClient(.init(names: plugin.names,
                                                    executable: plugin.executable, arguments: plugin.arguments,
                                                    stateLocation: state))

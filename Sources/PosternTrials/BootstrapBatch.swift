@@ -32,6 +32,10 @@ extension BootstrapCheck {
         /// One bootstrap through `line` alone. Children are numbered, not named after anything
         /// the caller passes, so no name can lead a directory elsewhere.
         public func run(through line: BridgeLine) async -> BootstrapCheck {
+            // A cancelled batch (the user interrupted) starts no more children.
+            guard !Task.isCancelled else {
+                return BootstrapCheck(succeeded: false, milliseconds: nil, detail: "not run: the check was stopped")
+            }
             let number = started.withLock { count in
                 count += 1
                 return count

@@ -36,8 +36,12 @@ public struct BootstrapCheck: Sendable, Hashable {
         }
         let outcome = await child.waitForReady(timeout: timeout)
         let events = child.events
-        await child.stop()
-        child.cleanUp()
+        // In a task of its own: when the check was cancelled (interrupted), stop's grace waits must
+        // still wait, and the child still gets its SIGTERM and clean exit before the SIGKILL.
+        await Task {
+            await child.stop()
+            child.cleanUp()
+        }.value
         switch outcome {
         case .ready:
             return BootstrapCheck(succeeded: true, milliseconds: (events.first { $0.event == "ready" }?.t ?? 0) * 1000, detail: "100%")

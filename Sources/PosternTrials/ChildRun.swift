@@ -152,6 +152,9 @@ public final class ChildRun: @unchecked Sendable {
                 return exitedOutcome(events: current)
             }
             if ContinuousClock.now - started >= timeout { return .timedOut }
+            // Cancelled (the user interrupted `bridges test`): the caller stops the child. Without
+            // this the loop would spin, its sleep returning at once, until the timeout.
+            if Task.isCancelled { return .failed(reason: "stopped before 100%: the check was cancelled", harness: nil) }
             try? await Task.sleep(for: .milliseconds(100))
         }
     }

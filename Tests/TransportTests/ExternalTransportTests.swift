@@ -158,6 +158,44 @@ import TransportTestSupport
         try await expectNoProcess(matching: sleeper)
     }
 
+    /// The state directory is made before the plugin runs, and a failure to make it stops the
+    /// start (the plugin would otherwise keep its state wherever it could).
+    @Test func aStateDirectoryThatCannotBeMadeStopsTheStart() async throws {
+        let sleeper = Self.uniqueSleep()
+        let path = try script("state-plugin.sh", "echo VERSION 1\necho 'CMETHOD obfs4 socks5 127.0.0.1:1'\necho CMETHODS DONE\nexec \(sleeper)")
+        let notADirectory = directory.appendingPathComponent("a-file")
+        try Data("x".utf8).write(to: notADirectory)
+        let plugin = ManagedPluginClient(.init(names: [TransportName("obfs4")!], executable: path, arguments: [],
+                                               stateLocation: notADirectory.appendingPathComponent("pt_state").path),
+                                         startTimeout: .seconds(3), retryDelay: .zero)
+        try await expectStartFails(plugin, code: .pluginFailed, mentioning: "has no private state directory")
+        try await expectNoProcess(matching: sleeper)
+    }
+
+    /// An existing state directory that others may enter is made 0700; another user's is refused.
+    @Test func anExistingStateDirectoryIsMadePrivateOrRefused() async throws {
+        let sleeper = Self.uniqueSleep()
+        let path = try script("state-plugin2.sh", "echo VERSION 1\necho 'CMETHOD obfs4 socks5 127.0.0.1:1'\necho CMETHODS DONE\nexec \(sleeper)")
+        let state = directory.appendingPathComponent("open-state")
+        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o777])
+        chmod(state.path, 0o777)
+        let plugin = ManagedPluginClient(.init(names: [TransportName("obfs4")!], executable: path, arguments: [],
+                                               stateLocation: state.path), startTimeout: .seconds(3), retryDelay: .zero)
+        _ = try await plugin.endpoint(for: TransportName("obfs4")!)
+        await plugin.stop()
+        var info = stat()
+        #expect(stat(state.path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o700, "mode \(String(info.st_mode & 0o777, radix: 8))")
+        try await expectNoProcess(matching: sleeper)
+
+        guard geteuid() == 0 else { return }  // only root can give a directory to another user
+        #expect(chown(state.path, 65534, 65534) == 0)
+        let refused = ManagedPluginClient(.init(names: [TransportName("obfs4")!], executable: path, arguments: [],
+                                                stateLocation: state.path), startTimeout: .seconds(3), retryDelay: .zero)
+        try await expectStartFails(refused, code: .pluginFailed, mentioning: "belongs to another user")
+        try await expectNoProcess(matching: sleeper)
+    }
+
     @Test func thePluginGetsThePTEnvironmentAndNoProxyVariables() async throws {
         let dump = directory.appendingPathComponent("environment.txt").path
         // Reports its environment, then configures one listener that is never used.

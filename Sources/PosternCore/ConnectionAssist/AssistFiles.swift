@@ -78,12 +78,7 @@ public enum AssistFiles {
     @discardableResult
     public static func updateLimits(in configDirectory: URL,
                                     _ change: (inout RouteLimitTable) -> Void) throws(TorCoreError) -> RouteLimitTable {
-        do {
-            try FileManager.default.createDirectory(at: configDirectory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw TorCoreError(.filesystem, "cannot create \(configDirectory.path): \(error.localizedDescription)")
-        }
+        try preparePrivateDirectory(configDirectory)
         let lockPath = configDirectory.appendingPathComponent(settingsFileName + ".lock").path
         let lock: ExclusiveFileLock
         do throws(SystemCallError) { lock = try ExclusiveFileLock(path: lockPath) } catch {
@@ -96,17 +91,23 @@ public enum AssistFiles {
         return table
     }
 
+    /// Creates `directory` 0700, or checks that an existing one is ours and makes it private.
+    private static func preparePrivateDirectory(_ directory: URL) throws(TorCoreError) {
+        do throws(PrivateDirectory.Failure) {
+            try PrivateDirectory.prepare(directory.path)
+        } catch {
+            throw TorCoreError(.filesystem, "the directory \(error.path) \(error.reason)")
+        }
+    }
+
     /// Temporary file (0600) in the same directory, fsync, rename, fsync the directory.
     static func writeAtomically(_ data: Data, to file: URL) throws(TorCoreError) {
         let directory = file.deletingLastPathComponent()
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw TorCoreError(.filesystem, "cannot create \(directory.path): \(error.localizedDescription)")
-        }
-        let temporary = directory.appendingPathComponent(".\(file.lastPathComponent).\(getpid()).tmp")
-        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        try preparePrivateDirectory(directory)
+        // A new file of our own: O_EXCL|O_NOFOLLOW never writes through a link or into a file
+        // someone left at the name, and the random part keeps two writers of one process apart.
+        let temporary = directory.appendingPathComponent(".\(file.lastPathComponent).\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp")
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw TorCoreError(.filesystem, "cannot write \(temporary.path): \(String(cString: strerror(errno)))")
         }

@@ -28,7 +28,8 @@ public final class ManagedPluginClient: Sendable {
         public let names: [TransportName]
         public let executable: String
         public let arguments: [String]
-        /// `TOR_PT_STATE_LOCATION` (created 0700 when missing; a trailing `/` is added).
+        /// `TOR_PT_STATE_LOCATION` (created 0700 when missing, refused when another user's, made
+        /// private when ours; see PrivateDirectory; a trailing `/` is added).
         public let stateLocation: String
 
         public init(names: [TransportName], executable: String, arguments: [String], stateLocation: String) {
@@ -142,7 +143,11 @@ public final class ManagedPluginClient: Sendable {
         guard (info.st_mode & S_IFMT) == S_IFREG, access(definition.executable, X_OK) == 0 else {
             throw fail(definition, "cannot be started: it is not an executable file", code: .pluginNotFound)
         }
-        mkdir(String(definition.stateLocation.dropLast()), 0o700)
+        do throws(PrivateDirectory.Failure) {
+            try PrivateDirectory.prepare(String(definition.stateLocation.dropLast()))
+        } catch {
+            throw fail(definition, "has no private state directory: \(error)")
+        }
 
         var environment: [String] = []
         let ours = ProcessInfo.processInfo.environment

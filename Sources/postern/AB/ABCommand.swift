@@ -197,7 +197,7 @@ struct ABSession {
         do throws(TrialError) { timeouts = try TrialRoute.timeouts(for: routeNames, given: arguments.all("trial-timeout")) } catch {
             throw invocation.usageError(error.message)
         }
-        let torOptionsFile = try invocation.readableFile("tor-options-file")
+        let torOptionsFile = try invocation.checkedTorOptionsFile()
         let ooni = arguments.value("ooni").map { file in
             ABRun.OONIOutput(file: URL(fileURLWithPath: file), probe: ooniProbe, softwareVersion: PosternVersion.string,
                              torVersion: PosternVersion.torCore)

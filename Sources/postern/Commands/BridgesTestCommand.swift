@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
 import PosternRuntime
+import PosternSystem
 import PosternTrials
 
 extension Command {
@@ -57,7 +58,7 @@ struct BridgesTestCommand {
             }
             transportFilter = transport
         }
-        let torOptionsFile = try invocation.readableFile("tor-options-file")
+        let torOptionsFile = try invocation.checkedTorOptionsFile()
         let selection = try requestedSelection()
         let configuration = try invocation.bridgeStore().load()
         var candidates: [Candidate]
@@ -97,10 +98,26 @@ struct BridgesTestCommand {
             let outcome = await batch.run(through: candidate.line)
             return BridgeHealth.Step(result: outcome.succeeded ? .ok : .failed, milliseconds: outcome.milliseconds, detail: outcome.detail)
         } }
-        let report = await check.report(candidates, bootstrap: bootstrapStep,
-                                        progress: { count in output.progress("testing bridges: \(count)/\(total) done") })
+        // Ctrl-C or SIGTERM cancels the check: the bootstrap children are stopped, and the work
+        // directory with their bridge lines goes with the batch before we exit.
+        let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
+        let checking = Task {
+            await check.report(candidates, bootstrap: bootstrapStep,
+                               progress: { count in output.progress("testing bridges: \(count)/\(total) done") })
+        }
+        let watcher = Task {
+            await stop.wait()
+            guard !Task.isCancelled else { return }
+            checking.cancel()
+        }
+        let report = await checking.value
+        watcher.cancel()
         output.endProgress()
         await Transports.stopPlugins()
+        if checking.isCancelled {
+            // The batch (and its work directory) goes when this returns, before the process exits.
+            throw CommandFailure("interrupted: the checks were stopped\(bootstrapStep == nil ? "" : " and the bootstrap children with their work directory removed")")
+        }
         try invocation.render(report, text: report.text)
         return report.dead > 0 ? 1 : 0
     }

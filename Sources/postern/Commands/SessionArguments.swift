@@ -89,10 +89,7 @@ extension Invocation {
                 options.stallTimeout = .clampedSeconds(try positiveSeconds("stall-timeout", default: options.stallTimeout.seconds))
             }
             if let file = arguments.value("tor-options-file") {
-                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                    throw usageError("cannot read --tor-options-file '\(file)'")
-                }
-                options.torOptions = try TorOption.parseLines(text)
+                options.torOptions = try torOptions(fromFile: file)
             }
             options.noticeLevelLog = unsafeLogging
             return options

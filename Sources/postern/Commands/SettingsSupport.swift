@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternCore
 import PosternRuntime
 import PosternSystem
 
@@ -28,6 +29,26 @@ extension Invocation {
         guard let file = arguments.value(name) else { return nil }
         guard FileManager.default.isReadableFile(atPath: file) else { throw usageError("cannot read --\(name) '\(file)'") }
         return file
+    }
+
+    /// `--tor-options-file FILE` for children that read it later (`ab`, `bridges test`): checked
+    /// here as `run` checks it, so a refused line is a usage error of this command, not a child's.
+    func checkedTorOptionsFile() throws(UsageError) -> String? {
+        guard let file = try readableFile("tor-options-file") else { return nil }
+        _ = try torOptions(fromFile: file)
+        return file
+    }
+
+    /// The options in a `--tor-options-file` (TorOption.parseLines: a refused line is named).
+    func torOptions(fromFile file: String) throws(UsageError) -> [TorOption] {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw usageError("cannot read --tor-options-file '\(file)'")
+        }
+        do throws(TorCoreError) {
+            return try TorOption.parseLines(text)
+        } catch {
+            throw usageError(error.message)
+        }
     }
 
     /// `--NAME N`, a whole number in `range` (`default` without the option).
