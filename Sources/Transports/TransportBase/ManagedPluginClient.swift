@@ -24,6 +24,9 @@ import Synchronization
 ///   so a plugin that ignores stdin dies with postern too. When the plugin's main process ends,
 ///   whatever is left in its process group is killed before it is reaped.
 public final class ManagedPluginClient: Sendable {
+    /// Starts tried while exec answers ETXTBSY (executable open for writing), 20 ms more apart each time.
+    static let busyExecutableAttempts = 5
+
     public struct Definition: Sendable, Hashable {
         public let names: [TransportName]
         public let executable: String
@@ -163,11 +166,26 @@ public final class ManagedPluginClient: Sendable {
         ]
         if let proxy { environment.append("TOR_PT_PROXY=\(proxy.description)") }
 
-        let child = try await ForkThread.shared.spawn(executable: definition.executable,
+        // ETXTBSY is transient: the executable is open for writing somewhere, typically because it
+        // was just written and another thread of this process forked in between (the child holds the
+        // descriptor until its own exec). Linux has no way to wait for that, so a few short retries.
+        var attempt = 0
+        var child: ForkThread.Child
+        while true {
+            child = try await ForkThread.shared.spawn(executable: definition.executable,
                                                       arguments: [definition.executable] + definition.arguments,
                                                       environment: environment)
+            attempt += 1
+            guard child.execErrno == ETXTBSY, attempt < Self.busyExecutableAttempts else { break }
+            let failed = Running(pid: child.pid, stdinDescriptor: child.stdinDescriptor)
+            Glibc.close(child.stdoutDescriptor)
+            failed.terminate(grace: .zero)
+            await failed.waitUntilReaped()
+            try? await Task.sleep(for: .milliseconds(20 * attempt))
+        }
         let running = Running(pid: child.pid, stdinDescriptor: child.stdinDescriptor)
         if let code = child.execErrno {
+            Glibc.close(child.stdoutDescriptor)
             running.terminate(grace: .zero)
             await running.waitUntilReaped()
             throw fail(definition, "cannot be started: \(String(cString: strerror(code)))", code: .pluginNotFound)
