@@ -7,12 +7,12 @@ import Testing
 @Suite struct ABUsageTests {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-ab-usage-\(UUID())")
 
-    private func postern(_ arguments: [String]) throws -> ProcessResult {
-        try ProcessRunner.runBlocking(ProcessRunner.postern, arguments + ["--config-dir", directory.path])
+    private func postern(_ arguments: [String]) async throws -> ProcessResult {
+        try await ProcessRunner.run(ProcessRunner.postern, arguments + ["--config-dir", directory.path])
     }
 
-    @Test func abHelpNamesRoutesOptionsAndHistory() throws {
-        let result = try postern(["ab", "--help"])
+    @Test func abHelpNamesRoutesOptionsAndHistory() async throws {
+        let result = try await postern(["ab", "--help"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("Usage: postern ab [<command>] ROUTE ROUTE..."))
         #expect(result.stdout.contains("history"))
@@ -20,7 +20,7 @@ import Testing
                        "--ooni FILE", "--probe-asn ASN", "--probe-cc CC", "--network LABEL", "--harness-retries N", "report", "merge"] {
             #expect(result.stdout.contains(option), "help lacks \(option)")
         }
-        let history = try postern(["ab", "history", "--help"])
+        let history = try await postern(["ab", "history", "--help"])
         #expect(history.status == 0 && history.stdout.contains("Usage: postern ab history"))
     }
 
@@ -33,8 +33,8 @@ import Testing
                       ["ab", "direct", "--network", ""], ["ab", "report"], ["ab", "report", "a", "b"], ["ab", "merge"],
                       ["bridges", "test", "--parallel", "0"], ["bridges", "test", "--timeout", "x"], ["bridges", "test", "nothex"],
                       ["bridges", "test", "--builtin", "--all"]])
-    func usageErrorsExit64(_ arguments: [String]) throws {
-        let result = try postern(arguments)
+    func usageErrorsExit64(_ arguments: [String]) async throws {
+        let result = try await postern(arguments)
         #expect(result.status == 64, "\(arguments): \(result.stderr)")
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.contains("postern"))
@@ -42,8 +42,8 @@ import Testing
 
     /// Built-in bridges of a transport this build lacks (meek_lite) get one note at the start,
     /// not a row per bridge; nothing is dialled.
-    @Test func builtinBridgesOfAMissingTransportGetOneNote() throws {
-        let result = try postern(["bridges", "test", "--builtin", "--transport", "meek_lite"])
+    @Test func builtinBridgesOfAMissingTransportGetOneNote() async throws {
+        let result = try await postern(["bridges", "test", "--builtin", "--transport", "meek_lite"])
         #expect(result.status == 1, "\(result.stderr)")
         let notes = result.stderr.split(separator: "\n").filter { $0.hasPrefix("note: ") }
         #expect(notes == ["note: 1 built-in meek_lite bridge not tested: this build has no meek_lite client"], "\(result.stderr)")
@@ -53,34 +53,34 @@ import Testing
 
     /// webtunnel is a transport of this build now: `ab` takes it as a route name (its usage
     /// error is about the missing bridges, not an unavailable transport).
-    @Test func webtunnelIsAvailable() throws {
-        let result = try postern(["ab", "webtunnel", "--trials", "1"])
+    @Test func webtunnelIsAvailable() async throws {
+        let result = try await postern(["ab", "webtunnel", "--trials", "1"])
         #expect(result.status == 1, "\(result.stderr)")
         #expect(result.stderr.contains("there are no webtunnel bridges to try"), "\(result.stderr)")
         #expect(!result.stderr.contains("not available in this build"), "\(result.stderr)")
     }
 
-    @Test func emptyHistorySaysSo() throws {
-        let text = try postern(["ab", "history"])
+    @Test func emptyHistorySaysSo() async throws {
+        let text = try await postern(["ab", "history"])
         #expect(text.status == 0 && text.stdout.contains("no A/B runs yet"))
-        let json = try postern(["ab", "history", "--json"])
+        let json = try await postern(["ab", "history", "--json"])
         #expect(json.status == 0)
         #expect(json.stdout.filter { !$0.isWhitespace } == "[]")
     }
 
-    @Test func bridgesTestWithoutBridgesFails() throws {
-        let result = try postern(["bridges", "test"])
+    @Test func bridgesTestWithoutBridgesFails() async throws {
+        let result = try await postern(["bridges", "test"])
         #expect(result.status == 1)
         #expect(result.stderr.contains("no bridges to test"))
     }
 
     /// A vanilla bridge on a loopback port nobody listens on: flagged as refused, exit 1, scrubbed.
-    @Test func bridgesTestFlagsARefusedBridgeOnLoopback() throws {
+    @Test func bridgesTestFlagsARefusedBridgeOnLoopback() async throws {
         let port = try Self.closedLoopbackPort()
         let line = "127.0.0.1:\(port) 0123456789ABCDEF0123456789ABCDEF01234567"
-        let add = try postern(["bridges", "add", line])
+        let add = try await postern(["bridges", "add", line])
         try #require(add.status == 0, "\(add.stderr)")
-        let result = try postern(["bridges", "test", "--json"])
+        let result = try await postern(["bridges", "test", "--json"])
         #expect(result.status == 1)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let bridge = try #require((report["bridges"] as? [[String: Any]])?.first)

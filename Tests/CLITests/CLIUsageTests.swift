@@ -4,12 +4,12 @@ import Testing
 
 /// The CLI as a user meets it: help on every command, usage errors exit 64 on stderr.
 @Suite struct CLIUsageTests {
-    private func postern(_ arguments: String...) throws -> ProcessResult {
-        try ProcessRunner.runBlocking(ProcessRunner.postern, arguments)
+    private func postern(_ arguments: String...) async throws -> ProcessResult {
+        try await ProcessRunner.run(ProcessRunner.postern, arguments)
     }
 
-    @Test func topLevelHelpListsCommands() throws {
-        let result = try postern("--help")
+    @Test func topLevelHelpListsCommands() async throws {
+        let result = try await postern("--help")
         #expect(result.status == 0)
         #expect(result.stdout.contains("Usage: postern <command>"))
         #expect(result.stdout.contains("run "))
@@ -17,16 +17,16 @@ import Testing
         #expect(result.stderr.isEmpty)
     }
 
-    @Test func runHelpDescribesOptions() throws {
-        let result = try postern("run", "--help")
+    @Test func runHelpDescribesOptions() async throws {
+        let result = try await postern("run", "--help")
         #expect(result.status == 0)
         #expect(result.stdout.contains("Usage: postern run"))
         #expect(result.stdout.contains("--socks [HOST:]PORT"))
         #expect(result.stdout.contains("--stall-timeout SECONDS"))
     }
 
-    @Test func versionNamesTheTorCore() throws {
-        let result = try postern("--version")
+    @Test func versionNamesTheTorCore() async throws {
+        let result = try await postern("--version")
         #expect(result.status == 0)
         #expect(result.stdout.contains("tor 0.4.9.11"))
     }
@@ -34,17 +34,17 @@ import Testing
     @Test(arguments: [["--bogus"], ["run", "--bogus"], ["status", "--nope=1"], ["frobnicate"], ["run", "extra"],
                       ["run", "--socks"], ["run", "--socks", "0.0.0.0:9050"], ["run", "--stall-timeout", "-3"],
                       ["geo"], ["geo", "show", "--near", "91,0"], ["geo", "refresh", "--url", "ftp://x/y"], ["geo", "refresh", "--timeout", "0"]])
-    func usageErrorsExit64(_ arguments: [String]) throws {
-        let result = try ProcessRunner.runBlocking(ProcessRunner.postern, arguments)
+    func usageErrorsExit64(_ arguments: [String]) async throws {
+        let result = try await ProcessRunner.run(ProcessRunner.postern, arguments)
         #expect(result.status == 64, "\(arguments): \(result.stderr)")
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.contains("postern"))
     }
 
-    @Test func statusWithNothingRunningExits1() throws {
+    @Test func statusWithNothingRunningExits1() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-status-\(UUID())")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let result = try postern("status", "--json", "--config-dir", directory.path)
+        let result = try await postern("status", "--json", "--config-dir", directory.path)
         #expect(result.status == 1)
         #expect(result.stdout.contains(#""running":false"#))
     }
@@ -52,7 +52,7 @@ import Testing
 
 /// The tor core build script refuses a tarball whose hash differs from the pinned one.
 @Suite struct TorCoreBuildScriptTests {
-    @Test func tamperedTarballIsRefused() throws {
+    @Test func tamperedTarballIsRefused() async throws {
         let script = ProcessRunner.packageRoot.appendingPathComponent("scripts/build-tor-core.sh")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-tamper-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -66,7 +66,7 @@ import Testing
         try bytes.write(to: tampered)
 
         let prefix = directory.appendingPathComponent("prefix")
-        let result = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/bin/bash"),
+        let result = try await ProcessRunner.run(URL(fileURLWithPath: "/bin/bash"),
                                            [script.path, "--tarball", tampered.path, "--prefix", prefix.path])
         #expect(result.status == 1)
         #expect(result.stderr.contains("SHA-256 mismatch"))
@@ -74,7 +74,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: prefix.path), "nothing may be installed from a bad tarball")
 
         if FileManager.default.fileExists(atPath: genuine.path) {
-            let verified = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/bin/bash"), [script.path, "--verify-only", genuine.path])
+            let verified = try await ProcessRunner.run(URL(fileURLWithPath: "/bin/bash"), [script.path, "--verify-only", genuine.path])
             #expect(verified.status == 0, "\(verified.stderr)")
         }
     }

@@ -21,7 +21,7 @@ import Testing
         return [home1, home2, mobile]
     }
 
-    @Test func poolsPerNetworkAndOverall() throws {
+    @Test func poolsPerNetworkAndOverall() async throws {
         let merged = MergedRuns.merge(Self.results())
         #expect(merged.routes == ["obfs4", "snowflake", "direct"])
         #expect(merged.networks.map(\.label) == ["home", "mobile"])
@@ -43,7 +43,7 @@ import Testing
 
     /// The command: saved runs by directory, a table with a row per network and route plus the
     /// pooled rows, and --json; a directory without a result is a clear failure.
-    @Test func mergeAndReportCommandsReadSavedRuns() throws {
+    @Test func mergeAndReportCommandsReadSavedRuns() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("postern-merge-\(UUID())")
         defer { try? FileManager.default.removeItem(at: root) }
         var directories: [String] = []
@@ -54,29 +54,29 @@ import Testing
             directories.append(directory.path)
         }
         let config = ["--config-dir", root.appendingPathComponent("config").path]
-        let table = try ProcessRunner.runBlocking(ProcessRunner.postern, ["ab", "merge"] + directories + config)
+        let table = try await ProcessRunner.run(ProcessRunner.postern, ["ab", "merge"] + directories + config)
         #expect(table.status == 0, "\(table.stderr)")
         let rows = table.stdout.split(separator: "\n").map(String.init)
         #expect(rows.first?.hasPrefix("NETWORK") == true && rows.first?.contains("HARNESS ERR") == true)
         #expect(rows.filter { $0.hasPrefix("home ") }.count == 3 && rows.filter { $0.hasPrefix("mobile ") }.count == 3)
         #expect(rows.contains { $0.hasPrefix("pooled ") && $0.contains("obfs4") && $0.contains("10/15") })
         #expect(table.stdout.contains("Pooled over 2 networks: best snowflake"))
-        let json = try ProcessRunner.runBlocking(ProcessRunner.postern, ["ab", "merge", "--json"] + directories + config)
+        let json = try await ProcessRunner.run(ProcessRunner.postern, ["ab", "merge", "--json"] + directories + config)
         #expect(json.status == 0)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect((object["networks"] as? [[String: Any]])?.count == 2 && object["pooledBest"] as? String == "snowflake")
 
-        let report = try ProcessRunner.runBlocking(ProcessRunner.postern, ["ab", "report", directories[1]] + config)
+        let report = try await ProcessRunner.run(ProcessRunner.postern, ["ab", "report", directories[1]] + config)
         #expect(report.status == 0, "\(report.stderr)")
         #expect(report.stdout.contains("harness errors (not the routes' doing; counted for no route):"))
         let page = try String(contentsOf: URL(fileURLWithPath: directories[1]).appendingPathComponent("report.html"), encoding: .utf8)
         #expect(page.contains("<table class=\"harness\">") && page.contains("child-configuration"))
 
-        let missing = try ProcessRunner.runBlocking(ProcessRunner.postern, ["ab", "merge", root.path] + config)
+        let missing = try await ProcessRunner.run(ProcessRunner.postern, ["ab", "merge", root.path] + config)
         #expect(missing.status == 1 && missing.stderr.contains("holds no A/B result"), "\(missing.stderr)")
-        let usage = try ProcessRunner.runBlocking(ProcessRunner.postern, ["ab", "merge"] + config)
+        let usage = try await ProcessRunner.run(ProcessRunner.postern, ["ab", "merge"] + config)
         #expect(usage.status == 64)
-        let reportUsage = try ProcessRunner.runBlocking(ProcessRunner.postern, ["ab", "report"] + config)
+        let reportUsage = try await ProcessRunner.run(ProcessRunner.postern, ["ab", "report"] + config)
         #expect(reportUsage.status == 64)
     }
 

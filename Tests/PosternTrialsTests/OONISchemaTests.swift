@@ -11,7 +11,7 @@ import Testing
     static let debianPython = URL(fileURLWithPath: "/usr/bin/python3")
 
     /// Validates every line of `file`; returns the validator's complaints (empty when all pass).
-    static func validate(_ file: URL) throws -> ProcessResult {
+    static func validate(_ file: URL) async throws -> ProcessResult {
         let script = """
         import json, sys, jsonschema
         schema = json.load(open(sys.argv[1]))
@@ -23,10 +23,10 @@ import Testing
                 print(f"line {number}: {error.json_path}: {error.message}")
         sys.exit(1 if bad else 0)
         """
-        return try ProcessRunner.runBlocking(debianPython, ["-c", script, schema.path, file.path])
+        return try await ProcessRunner.run(debianPython, ["-c", script, schema.path, file.path])
     }
 
-    @Test func measurementsMatchTheSchemaAndSayWhatHappened() throws {
+    @Test func measurementsMatchTheSchemaAndSayWhatHappened() async throws {
         let result = Fixtures.threeRoutes(network: "bed")
         let probe = try OONIMeasurement.Probe.validated(asn: "as64496", countryCode: "ir")
         let measurements = OONIMeasurement.measurements(of: result, probe: probe, softwareVersion: "0.1.0", torVersion: "0.4.9.11",
@@ -35,7 +35,7 @@ import Testing
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("postern-ooni-\(UUID()).jsonl")
         defer { try? FileManager.default.removeItem(at: file) }
         try OONIMeasurement.jsonLines(measurements).write(to: file)
-        let validation = try Self.validate(file)
+        let validation = try await Self.validate(file)
         #expect(validation.status == 0, "\(validation.stdout)\(validation.stderr)")
 
         let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
@@ -57,7 +57,7 @@ import Testing
     }
 
     /// Without --probe-asn/--probe-cc the probe is unknown (OONI's AS0 and ZZ); bad values are refused.
-    @Test func probeLocationIsOnlyWhatTheUserGives() throws {
+    @Test func probeLocationIsOnlyWhatTheUserGives() async throws {
         let unknown = OONIMeasurement.measurements(of: Fixtures.threeRoutes(), probe: .init(), softwareVersion: "0.1.0", torVersion: "x",
                                                    timeouts: [:])
         #expect(unknown.allSatisfy { $0.probeAsn == "AS0" && $0.probeCc == "ZZ" && $0.probeIp == "127.0.0.1" })
@@ -67,7 +67,7 @@ import Testing
     }
 
     /// The schema is not vacuous: a measurement that breaks it is caught.
-    @Test func theSchemaRejectsAMalformedMeasurement() throws {
+    @Test func theSchemaRejectsAMalformedMeasurement() async throws {
         let good = OONIMeasurement.measurements(of: Fixtures.threeRoutes(), probe: .init(), softwareVersion: "0.1.0", torVersion: "x",
                                                 timeouts: ["obfs4": 120, "snowflake": 300, "direct": 20])[0]
         var object = try #require(try JSONSerialization.jsonObject(with: try OONIMeasurement.jsonLines([good])) as? [String: Any])
@@ -78,7 +78,7 @@ import Testing
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("postern-ooni-bad-\(UUID()).jsonl")
         defer { try? FileManager.default.removeItem(at: file) }
         try (try JSONSerialization.data(withJSONObject: object) + Data("\n".utf8)).write(to: file)
-        let validation = try Self.validate(file)
+        let validation = try await Self.validate(file)
         #expect(validation.status == 1, "\(validation.stdout)")
         #expect(validation.stdout.contains("probe_cc") && validation.stdout.contains("bootstrap_time"), "\(validation.stdout)")
     }

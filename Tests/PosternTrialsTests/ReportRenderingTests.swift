@@ -12,7 +12,7 @@ import Testing
     static let rsvgConvert = URL(fileURLWithPath: "/usr/bin/rsvg-convert")
     static let debianPython = URL(fileURLWithPath: "/usr/bin/python3")
 
-    @Test func reportPageHasTheTableVerdictChartsAndHarnessErrors() throws {
+    @Test func reportPageHasTheTableVerdictChartsAndHarnessErrors() async throws {
         let result = Fixtures.threeRoutes(network: "test-bed", harnessErrors: [
             Fixtures.harnessError(trial: 1, route: "obfs4", try: 1, retried: true)])
         let html = ABReport.html(result)
@@ -28,7 +28,7 @@ import Testing
         #expect(html.contains("<tr data-route=\"snowflake\"><td>snowflake</td><td>4/5</td><td>80%</td><td>5</td><td>1</td><td>0</td>"))
     }
 
-    @Test func chartsRenderWithABoxAndAMedianPerRouteAndPanel() throws {
+    @Test func chartsRenderWithABoxAndAMedianPerRouteAndPanel() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.rsvgConvert.path), "rsvg-convert missing: scripts/install-deps.sh installs librsvg2-bin")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -37,7 +37,7 @@ import Testing
         let start = try #require(html.range(of: "<svg")), end = try #require(html.range(of: "</svg>"))
         let svgFile = directory.appendingPathComponent("charts.svg"), png = directory.appendingPathComponent("charts.png")
         try String(html[start.lowerBound..<end.upperBound]).write(to: svgFile, atomically: true, encoding: .utf8)
-        let render = try ProcessRunner.runBlocking(Self.rsvgConvert, ["--format", "png", "--output", png.path, svgFile.path])
+        let render = try await ProcessRunner.run(Self.rsvgConvert, ["--format", "png", "--output", png.path, svgFile.path])
         try #require(render.status == 0, "rsvg-convert: \(render.stderr)")
 
         // Per panel (400 px wide) and route column (110 px from 55 px in), the pixels of the box fill
@@ -60,7 +60,7 @@ import Testing
                         if near(pixel, (0xcc, 0x00, 0x00)): median += 1
                 print(panel, route, fill, median)
         """
-        let pixels = try ProcessRunner.runBlocking(Self.debianPython, ["-c", script, png.path])
+        let pixels = try await ProcessRunner.run(Self.debianPython, ["-c", script, png.path])
         try #require(pixels.status == 0, "python3-pil: \(pixels.stderr)")
         let lines = pixels.stdout.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
         #expect(lines.first == ["size", "1200", "400"], "\(pixels.stdout)")

@@ -70,6 +70,62 @@ extension SnowflakeTestBed {
         #expect(reply.first == 0x16 && reply.count > 5 && reply[1] == 0x03 && reply[5] == 0x02)
     }
 
+    /// Issue #24: a send waiting for room in a full SCTP send buffer read the socket pointer once
+    /// and retried every 5 ms checking only for a failure, while `close()` freed the socket without
+    /// storing one: the retries went to a freed usrsctp socket. The proxy here stops receiving our
+    /// SCTP packets (they are dropped before DTLS), so it acknowledges nothing and the buffer fills;
+    /// closing the channel must end the waiting send with `.closed`.
+    @Test(.timeLimit(.minutes(3))) func aSendWaitingForRoomEndsWhenTheChannelCloses() async throws {
+        let bed = try SnowflakeTestBed.require()
+        let channel = try await bed.dialDataChannel()
+        channel.core.state.withLock { $0.outboundDropped = true }
+        let writer = Task { () async -> SnowflakeError? in
+            let message = [UInt8](repeating: 0x55, count: DataChannelProtocol.maxMessage)
+            do throws(SnowflakeError) {
+                while true { try await channel.write(message) }
+            } catch {
+                return error
+            }
+        }
+        let filling = ContinuousClock.now + .seconds(60)
+        while channel.core.state.withLock({ $0.sendsWaitingForRoom }) == 0 {
+            try #require(ContinuousClock.now < filling, "the SCTP send buffer did not fill")
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        channel.close()
+        // Generous: the send notices on its next retry, 5 ms later.
+        let ended = await withTaskGroup(of: SnowflakeError??.self) { group in
+            group.addTask { await writer.value }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(20))
+                return .some(nil)
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? nil
+        }
+        guard case .some(let error) = ended, let error else {
+            writer.cancel()
+            Issue.record("the waiting send had not ended 20 s after close")
+            return
+        }
+        #expect(error.code == .closed, "\(error.code): \(error.message)")
+        #expect(channel.core.state.withLock { $0.sendsWaitingForRoom } == 0)
+    }
+
+    /// Issue #24: DTLS completing while buffered datagrams drained after close opened an SCTP
+    /// socket that nothing closed. After close, opening must be refused and the slot stay closed.
+    @Test(.timeLimit(.minutes(2))) func noSCTPSocketOpensAfterClose() async throws {
+        let bed = try SnowflakeTestBed.require()
+        let channel = try await bed.dialDataChannel()
+        channel.close()
+        #expect(throws: SnowflakeError.self) { try channel.core.openSCTP() }
+        let closed = channel.core.socket.withLock { slot -> Bool in
+            if case .closed = slot { return true }
+            return false
+        }
+        #expect(closed, "an SCTP socket was opened after the channel closed")
+    }
+
     /// tor → our SOCKS stand-in → SnowflakeSession → SnowflakeDialer (options from the test bed's
     /// bridge line) → our WebRTC data channel → snowflake-proxy → server → bridge; bootstrap, then
     /// the 4 MiB blob with its sha256.

@@ -237,6 +237,23 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         await expectError(chunked, .responseTooLarge)
     }
 
+    /// Issue #24: the AMP armor decoder searched for "<!--" from every "<" to the end of the body,
+    /// so a cache or broker answering readLimit bytes of "<" cost ~5·10⁹ comparisons, after the
+    /// exchange deadline had stopped counting. Linear work on 100 kB is milliseconds; the bound is
+    /// generous for a loaded machine and a debug build, and far below what the quadratic scan took.
+    @Test(.timeLimit(.minutes(2))) func ampArmorOfAngleBracketsDecodesInLinearTime() {
+        let bodies: [[UInt8]] = [
+            [UInt8](repeating: UInt8(ascii: "<"), count: BrokerRendezvous.readLimit),
+            bytes("<pre>") + [UInt8](repeating: UInt8(ascii: "<"), count: BrokerRendezvous.readLimit - 11) + bytes("</pre>"),
+        ]
+        for body in bodies {
+            let started = ContinuousClock.now
+            #expect(throws: SnowflakeError.self) { try AMPEncoding.decodeArmor(body) }
+            let elapsed = ContinuousClock.now - started
+            #expect(elapsed < .seconds(5), "decoding \(body.count) bytes took \(elapsed)")
+        }
+    }
+
     /// A broker that drips one byte at a time: the whole response has a deadline, not only each read.
     @Test func slowDripMeetsTheDeadline() async throws {
         let drip = bytes("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n").map { [$0] } + Array(repeating: [0x41], count: 1000)

@@ -23,7 +23,8 @@ import Foundation
 // Hostile input: what is parsed here is at most BrokerRendezvous.readLimit bytes; JSON goes through
 // Foundation's parser (which refuses deep nesting with an error; checked with 100,000 levels), and
 // anything that is not the expected shape is broker-message-malformed; no peer number meets
-// arithmetic here.
+// arithmetic here. Decoding runs after BrokerRendezvous.exchangeDeadline has stopped counting, so
+// its work must be bounded by the body alone: the AMP armor decoder is linear in it.
 
 /// A WebRTC session description, as snowflake serialises it.
 public struct SessionDescription: Hashable, Sendable {
@@ -184,11 +185,18 @@ public enum AMPEncoding {
         var inPre = false
         var index = 0
         let count = html.count
+        /// Whether `needle` (lower case) starts at `position`: a look at needle.count bytes, no more.
+        func matches(_ needle: [UInt8], at position: Int) -> Bool {
+            guard needle.count <= count - position else { return false }
+            return html[position..<(position + needle.count)].elementsEqual(needle, by: { asciiLower($0) == $1 })
+        }
+        /// The first `needle` at or after `start`. Every caller moves `index` past what this
+        /// scanned or fails, so the whole decode stays linear in the body.
         func find(_ needle: [UInt8], from start: Int) -> Int? {
             guard needle.count <= count - start else { return nil }
             var i = start
             while i <= count - needle.count {
-                if html[i..<(i + needle.count)].elementsEqual(needle, by: { asciiLower($0) == $1 }) { return i }
+                if matches(needle, at: i) { return i }
                 i += 1
             }
             return nil
@@ -201,7 +209,9 @@ public enum AMPEncoding {
                 continue
             }
             // Comment, declaration or processing instruction: skipped whole.
-            if find(Array("<!--".utf8), from: index) == index {
+            // A prefix check, not a search: searching from every "<" rescanned the rest of the
+            // body each time, quadratic in a body of "<" (issue #24).
+            if matches(Array("<!--".utf8), at: index) {
                 guard let end = find(Array("-->".utf8), from: index + 4) else { throw fail("unterminated comment") }
                 index = end + 3
                 continue

@@ -39,6 +39,8 @@ public struct BrokerRendezvous: Sendable {
     /// One exchange (request written, whole response read) ends by this deadline, plus at most one
     /// read timeout of the connector: a broker or cache that drips its answer cannot hold the
     /// rendezvous. The broker itself holds a poll up to about 10 s while it finds a proxy.
+    /// Decoding the body (JSON, AMP armor) comes after and is not covered; it is linear in the
+    /// body, which is at most readLimit bytes.
     public static let exchangeDeadline: Duration = .seconds(30)
 
     public let endpoint: BrokerEndpoint

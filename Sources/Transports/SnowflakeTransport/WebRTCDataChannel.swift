@@ -18,7 +18,9 @@ import Synchronization
 // first) and the first byte of a DCEP message. Received data waits for the session up to
 // inboundLimit bytes, then the channel fails with data-channel-flood; an answer with more than
 // answerCandidateLimit candidates is refused; every wait on the proxy (ICE, the association, the
-// DCEP ACK) ends by openTimeout.
+// DCEP ACK) ends by openTimeout. A proxy that stops acknowledging fills our SCTP send buffer: a send
+// then waits for room until the channel closes or fails (the session closes a silent carrier), and
+// the usrsctp socket is used only under the lock that close takes (SCTPSocketSlot).
 
 /// Protocol constants of the data channel.
 enum DataChannelProtocol {
@@ -56,18 +58,26 @@ struct SocketHandle: @unchecked Sendable {
     let pointer: OpaquePointer
 }
 
+/// The data channel's SCTP socket over its life: opened once (when DTLS completes), closed once.
+/// Every use of the pointer happens under the lock that holds this, so a send can never reach a
+/// socket that `close` has freed, and nothing opens a socket after the channel closed.
+enum SCTPSocketSlot {
+    case unopened
+    case open(SocketHandle)
+    case closed
+}
+
 public final class WebRTCDataChannel: SnowflakeByteStream {
-    private let core: Core
+    let core: Core
 
     /// The shared state of the pipeline; the C callbacks reach it through an unmanaged reference.
     /// Unchecked: `endpoint` is initialised once in `dial` before usrsctp sees it and only read after.
-    private final class Core: @unchecked Sendable {
+    final class Core: @unchecked Sendable {
         let ice: ICEAgent
         let dtls: Mutex<DTLSServer>
         let state = Mutex(State())
         let endpoint: UnsafeMutablePointer<postern_sctp_endpoint>
-        let socket = Mutex<SocketHandle?>(nil)
-        let released = Mutex(false)
+        let socket = Mutex(SCTPSocketSlot.unopened)
 
         struct State {
             var handshakeComplete = false
@@ -78,6 +88,15 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
             var inbound: [UInt8] = []
             var reader: CheckedContinuation<Void, Never>?
             var lastInbound = ContinuousClock.now
+            /// Sends waiting for room in a full SCTP send buffer (tests watch it).
+            var sendsWaitingForRoom = 0
+            /// Tests only: SCTP packets are dropped instead of sent, as if the proxy had stopped
+            /// acknowledging, so the send buffer fills.
+            var outboundDropped = false
+        }
+
+        static var closedError: SnowflakeError {
+            SnowflakeError(code: .closed, kind: .network, message: "the data channel is closed")
         }
 
         init(ice: ICEAgent, dtls: sending DTLSServer) {
@@ -104,6 +123,7 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
 
         /// An SCTP packet from usrsctp: encrypt and send.
         func output(_ packet: [UInt8]) {
+            if state.withLock({ $0.outboundDropped }) { return }
             do {
                 let datagrams = try dtls.withLock { dtls throws(SnowflakeError) in try dtls.send(packet) }
                 for datagram in datagrams { try ice.send(datagram) }
@@ -151,6 +171,8 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
 
         /// Feeds one ICE datagram through DTLS into SCTP.
         func receive(_ datagram: [UInt8]) throws(SnowflakeError) {
+            // Datagrams ICE had buffered may still drain after close; none reaches usrsctp then.
+            if state.withLock({ $0.closed }) { return }
             let (send, data, completed) = try dtls.withLock { dtls throws(SnowflakeError) in
                 let (send, data) = try dtls.receive(datagram)
                 return (send, data, dtls.handshakeComplete)
@@ -165,28 +187,72 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
             }
         }
 
+        /// Opens the SCTP socket, once; after `closeSocket` it stays closed (a DTLS handshake that
+        /// completes while buffered datagrams drain after close used to open one nobody closed).
         func openSCTP() throws(SnowflakeError) {
-            guard let sock = postern_sctp_open(endpoint, DataChannelProtocol.sctpPort) else {
-                throw SnowflakeError(code: .connection, kind: .network, message: "the SCTP socket could not be opened")
+            try socket.withLock { slot throws(SnowflakeError) in
+                switch slot {
+                case .open: return
+                case .closed: throw Self.closedError
+                case .unopened:
+                    guard let sock = postern_sctp_open(endpoint, DataChannelProtocol.sctpPort) else {
+                        throw SnowflakeError(code: .connection, kind: .network, message: "the SCTP socket could not be opened")
+                    }
+                    slot = .open(SocketHandle(pointer: sock))
+                }
             }
-            socket.withLock { $0 = SocketHandle(pointer: sock) }
         }
 
-        func send(_ message: [UInt8], ppid: UInt32) async throws(SnowflakeError) {
-            guard let sock = socket.withLock({ $0?.pointer }) else {
-                throw SnowflakeError(code: .closed, kind: .network, message: "the data channel is not open")
-            }
-            while true {
-                if let failure = state.withLock({ $0.failure }) { throw failure }
-                let sent = message.withUnsafeBytes {
-                    postern_sctp_send(sock, $0.baseAddress, $0.count, DataChannelProtocol.streamID, ppid)
+        /// Closes the socket if one is open; true the first time only.
+        func closeSocket() -> Bool {
+            socket.withLock { slot -> Bool in
+                switch slot {
+                case .closed: return false
+                case .unopened: break
+                case .open(let handle): postern_sctp_close(handle.pointer, endpoint)
                 }
-                if sent >= 0 { return }
-                let code = postern_errno()
-                guard code == EWOULDBLOCK || code == EAGAIN else {
+                slot = .closed
+                return true
+            }
+        }
+
+        private enum SendAttempt {
+            case sent
+            case notOpen
+            case failed(errno: Int32)
+        }
+
+        /// One message; waits while the send buffer is full, until there is room or the channel
+        /// closes or fails. The socket is looked up on every attempt, under its lock.
+        func send(_ message: [UInt8], ppid: UInt32) async throws(SnowflakeError) {
+            var waiting = false
+            defer { if waiting { state.withLock { $0.sendsWaitingForRoom -= 1 } } }
+            while true {
+                let (closed, failure) = state.withLock { ($0.closed, $0.failure) }
+                if let failure { throw failure }
+                if closed { throw Self.closedError }
+                let attempt = socket.withLock { slot -> SendAttempt in
+                    guard case .open(let handle) = slot else { return .notOpen }
+                    let sent = message.withUnsafeBytes {
+                        postern_sctp_send(handle.pointer, $0.baseAddress, $0.count, DataChannelProtocol.streamID, ppid)
+                    }
+                    return sent >= 0 ? .sent : .failed(errno: postern_errno())
+                }
+                switch attempt {
+                case .sent:
+                    return
+                case .notOpen:
+                    if let failure = state.withLock({ $0.failure }) { throw failure }
+                    throw Self.closedError
+                case .failed(let code) where code == EWOULDBLOCK || code == EAGAIN:
+                    if !waiting {
+                        waiting = true
+                        state.withLock { $0.sendsWaitingForRoom += 1 }
+                    }
+                    try? await Task.sleep(for: .milliseconds(5))
+                case .failed(let code):
                     throw SnowflakeError(code: .connection, kind: .network, message: "SCTP send failed (errno \(code))")
                 }
-                try? await Task.sleep(for: .milliseconds(5))
             }
         }
     }
@@ -342,10 +408,7 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
     public func close() {
         core.state.withLock { $0.closed = true }
         core.wake()
-        guard core.released.withLock({ r -> Bool in defer { r = true }; return !r }) else { return }
-        if let sock = core.socket.withLock({ s -> SocketHandle? in defer { s = nil }; return s }) {
-            postern_sctp_close(sock.pointer, core.endpoint)
-        }
+        guard core.closeSocket() else { return }
         core.ice.close()
         // usrsctp may still run a callback that was already under way; the endpoint and the
         // reference it carries are dropped a little later.

@@ -16,17 +16,25 @@ public enum ProcessRunner {
     /// held one of those threads for the child's whole life, and two of them at once stalled every
     /// other test. Deadlines elsewhere then fired late or early in wall time (a stand-in peer timed
     /// out before its test ran again; a 1 s deadline took 14 s).
+    ///
+    /// A synchronous `@Test` runs on that pool too: tests that ran the `postern` binary through
+    /// `runBlocking` (CLITests, PosternTrialsTests) held both threads for most of their suites' run,
+    /// and the HTTPS tests of SnowflakeTests beside them took 17.5 s instead of 0.7 s, their TLS
+    /// handshake measured in wall time past its 20 s deadline in a full run (issue #24).
     public static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
-                           stdin: String? = nil) async throws -> ProcessResult {
+                           stdin: String? = nil, exitNoticeGrace: TimeInterval = 30) async throws -> ProcessResult {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ProcessResult, any Error>) in
             let thread = Thread {
-                continuation.resume(with: Result { try runBlocking(executable, arguments, environment: environment, stdin: stdin) })
+                continuation.resume(with: Result {
+                    try runBlocking(executable, arguments, environment: environment, stdin: stdin, exitNoticeGrace: exitNoticeGrace)
+                })
             }
             thread.start()
         }
     }
 
-    /// The same, blocking the calling thread: for synchronous code outside the cooperative pool.
+    /// The same, blocking the calling thread: for synchronous code outside the cooperative pool
+    /// (a `deinit`, a thread of its own). Not from a test function, synchronous or not: use `run`.
     /// `exitNoticeGrace`: how long Foundation may take to notice the exit once the output ended
     /// (see `waitForExit`).
     public static func runBlocking(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
