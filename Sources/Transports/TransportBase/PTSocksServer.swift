@@ -42,14 +42,15 @@ public final class PTSocksServer: Sendable {
                 while !Task.isCancelled {
                     guard let client = try? await listener.accept() else { break }
                     // Before a slot is taken: a stranger's connection must hold none of tor's.
+                    // Warned before the close, so that a client seeing the close finds the warning made.
                     guard admission.admitsClient(client) else {
-                        client.close()
                         refusals.warn(events, transport.name, "SOCKS client refused: the connection is not this process's")
+                        client.close()
                         continue
                     }
                     guard admission.enter() else {
-                        client.close()
                         refusals.warn(events, transport.name, "SOCKS session refused: \(admission.maximumSessions) sessions are open")
+                        client.close()
                         continue
                     }
                     group.addTask {
