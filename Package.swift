@@ -99,7 +99,7 @@ let package = Package(
                           path: "Sources/postern-bench"),
         // Real peers on loopback (obfs4proxy as a managed server, echo/sink servers) for tests and benchmarks.
         .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Sources/TransportTestSupport"),
-        .testTarget(name: "TransportTests", dependencies: ["PosternCrypto", "TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport"],
+        .testTarget(name: "TransportTests", dependencies: ["PosternCrypto", "TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport", "PosternTestSupport"],
                     path: "Tests/TransportTests"),
         .testTarget(name: "WebtunnelTests", dependencies: ["BridgeConfig", "WebtunnelTransport", "TransportBase", "TransportTestSupport"], path: "Tests/WebtunnelTests"),
         .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TransportBase", "PosternTestSupport"], path: "Tests/SnowflakeTests",

@@ -20,10 +20,12 @@ public struct AppTor: Sendable {
     /// The app layer's switch for this tor (one per `AppTor`: it holds the activation policy).
     public let activation: NetworkActivationService
 
+    /// Throws when the status file names a live process that is not provably our session
+    /// (``RunningSession/find(statusFile:)``): neither that port nor a tor of our own beside it.
     public static func attachOrPrepare(statusFile: URL?, settings: SessionSettings, options: SessionOptions,
                                        transports: () throws -> TransportRegistry) throws -> AppTor {
         let store: BridgeStore? = if case .directory(let store) = settings.store { store } else { nil }
-        if let statusFile, let running = RunningSession.find(statusFile: statusFile) {
+        if let statusFile, let running = try RunningSession.find(statusFile: statusFile) {
             return AppTor(source: .attached(running), activation: NetworkActivationService(running: running, store: store))
         }
         guard (try? settings.load().torEnabled) ?? true else {

@@ -1,5 +1,6 @@
 import Foundation
 import PosternCore
+import PosternSystem
 
 /// A session another process runs (a `postern run`), found through the status file it publishes:
 /// its SOCKS endpoint, and its readiness read from that file. Lets a second command ride the
@@ -12,15 +13,26 @@ public struct RunningSession: Sendable, TorReadinessSource {
 
     /// The session whose status file this is, when its process still lives; nil otherwise (no
     /// file, a file left by a process that died, or one that does not parse).
-    public static func find(statusFile: URL) -> RunningSession? {
+    ///
+    /// A live process is not trusted on its pid alone (``SocksListenerOwnership``): it must hold
+    /// the SOCKS listener the file names, under our uid. When it does not (a stale file whose pid
+    /// was reused, another account on the port), this throws instead of returning nil, so that a
+    /// caller neither attaches to that port nor starts a tor of its own beside it without being told.
+    public static func find(statusFile: URL) throws(SessionError) -> RunningSession? {
         guard let record = try? RunStatusRecord.read(from: statusFile), record.pid > 0, kill(record.pid, 0) == 0,
               let socks = try? SocksEndpoint(parsing: record.socks) else { return nil }
+        if let failure = SocksListenerOwnership.failure(pid: record.pid, socks: socks) {
+            throw SessionError(.unprovenSession, kind: .failure,
+                               "\(statusFile.path) names process \(record.pid) with socks5 \(socks), but that is not a session of ours (\(failure)); not using it. If no 'postern run' of yours is running, remove the file")
+        }
         return RunningSession(statusFile: statusFile, pid: record.pid, socks: socks)
     }
 
-    /// The latest status the session published, nil once it stopped.
+    /// The latest status the session published, nil once it stopped, and nil when its SOCKS
+    /// listener is no longer provably its own (asked before every connection through it).
     public var record: RunStatusRecord? {
-        guard let record = try? RunStatusRecord.read(from: statusFile), record.pid == pid, kill(pid, 0) == 0 else { return nil }
+        guard let record = try? RunStatusRecord.read(from: statusFile), record.pid == pid, kill(pid, 0) == 0,
+              SocksListenerOwnership.failure(pid: pid, socks: socks) == nil else { return nil }
         return record
     }
 

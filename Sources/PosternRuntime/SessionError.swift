@@ -23,6 +23,9 @@ extension SessionError.Code {
     public static let torDidNotStart = Self("tor-did-not-start")
     /// A file the session was asked to write (events log, status file) cannot be opened.
     public static let file = Self("file")
+    /// A status file names a live process that cannot be proven to be our `postern run` (its SOCKS
+    /// listener is not that process's, or not ours): nothing attaches to it.
+    public static let unprovenSession = Self("unproven-session")
     /// The session was used after ``PosternSession/stop()``.
     public static let stopped = Self("stopped")
 }

@@ -2,6 +2,7 @@ import BridgeConfig
 import Foundation
 import Testing
 import PosternCore
+import PosternTestSupport
 import TransportBase
 @testable import PosternRuntime
 
@@ -52,23 +53,25 @@ struct SessionSettingsTests {
         await session.stop()
     }
 
-    /// A status file is trusted only with a live pid and a loopback SOCKS endpoint.
+    /// A status file is trusted only with a live pid, a loopback SOCKS endpoint, and that pid
+    /// holding the listener there (RunningSessionOwnershipTests has the refusals).
     @Test func runningSessionNeedsALivePidAndALoopbackEndpoint() throws {
         let state = Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: state) }
         let file = state.appendingPathComponent("run-status.json")
-        #expect(RunningSession.find(statusFile: file) == nil, "no file")
+        #expect(try RunningSession.find(statusFile: file) == nil, "no file")
         func write(pid: Int32, socks: String) throws {
             var record = RunStatusRecord(pid: pid, status: TorStatus(), socks: .default, route: "direct", phases: [])
             record.socks = socks
             try record.write(to: file)
         }
-        try write(pid: getpid(), socks: "127.0.0.1:39154")
-        #expect(RunningSession.find(statusFile: file)?.socks.port == 39154)
+        let listener = try HeldLoopbackPort()
+        try write(pid: getpid(), socks: "127.0.0.1:\(listener.port)")
+        #expect(try RunningSession.find(statusFile: file)?.socks.port == listener.port)
         try write(pid: getpid(), socks: "10.0.0.1:9050")
-        #expect(RunningSession.find(statusFile: file) == nil, "a non-loopback endpoint")
-        try write(pid: Int32.max, socks: "127.0.0.1:39154")
-        #expect(RunningSession.find(statusFile: file) == nil, "a dead pid")
+        #expect(try RunningSession.find(statusFile: file) == nil, "a non-loopback endpoint")
+        try write(pid: Int32.max, socks: "127.0.0.1:\(listener.port)")
+        #expect(try RunningSession.find(statusFile: file) == nil, "a dead pid")
     }
 
     @Test func privateNetworksGetNoBuiltinsUnlessGiven() throws {

@@ -26,11 +26,13 @@ public final class PTSocksServer: Sendable {
     /// Binds 127.0.0.1:`port` (0 = a free port) and starts accepting.
     /// `negotiationTimeout` bounds the SOCKS exchange before CONNECT (not the transport's dial).
     /// `dialer` is how the transport reaches bridges (directly, or through tor's upstream proxy).
-    /// `admission` says which destinations and how many sessions at once (default: pt-spec's open
-    /// listener; `postern run`'s in-process listeners are restricted to its bridges).
+    /// `admission` says which clients, which destinations and how many sessions at once (default:
+    /// pt-spec's open listener; `postern run`'s in-process listeners are restricted to its own
+    /// connections and its bridges). Refused clients are warned about through `refusals`, at most
+    /// one warning per its interval.
     public init(transport: any PluggableTransport, port: UInt16 = 0, events: TransportEventSink = .discard,
                 dialer: OutboundDialer = .direct, negotiationTimeout: Duration = .seconds(30),
-                admission: SocksAdmission = .open()) throws(TransportError) {
+                admission: SocksAdmission = .open(), refusals: RefusalWarningLimiter = RefusalWarningLimiter()) throws(TransportError) {
         let listener = try LoopbackListener(port: port)
         self.listener = listener
         self.transportName = transport.name
@@ -39,16 +41,22 @@ public final class PTSocksServer: Sendable {
             await withDiscardingTaskGroup { group in
                 while !Task.isCancelled {
                     guard let client = try? await listener.accept() else { break }
-                    guard admission.enter() else {
+                    // Before a slot is taken: a stranger's connection must hold none of tor's.
+                    // Warned before the close, so that a client seeing the close finds the warning made.
+                    guard admission.admitsClient(client) else {
+                        refusals.warn(events, transport.name, "SOCKS client refused: the connection is not this process's")
                         client.close()
-                        events.emit(TransportEvent(kind: .clientRejected, severity: .warning, transport: transport.name,
-                                                   message: "SOCKS session refused: \(admission.maximumSessions) sessions are open"))
+                        continue
+                    }
+                    guard admission.enter() else {
+                        refusals.warn(events, transport.name, "SOCKS session refused: \(admission.maximumSessions) sessions are open")
+                        client.close()
                         continue
                     }
                     group.addTask {
                         defer { admission.leave() }
                         await SocksSession(client: client, transport: transport, context: DialContext(events: events, dialer: dialer),
-                                           negotiationTimeout: negotiationTimeout, admission: admission).run()
+                                           negotiationTimeout: negotiationTimeout, admission: admission, refusals: refusals).run()
                     }
                 }
                 group.cancelAll()
@@ -115,10 +123,11 @@ struct SocksSession {
     let context: DialContext
     let negotiationTimeout: Duration
     let admission: SocksAdmission
+    let refusals: RefusalWarningLimiter
     var events: TransportEventSink { context.events }
 
     private func reject(_ message: String) {
-        events.emit(TransportEvent(kind: .clientRejected, severity: .warning, transport: transport.name, message: message))
+        refusals.warn(events, transport.name, message)
     }
 
     private static func protocolError(_ message: String) -> TransportError {

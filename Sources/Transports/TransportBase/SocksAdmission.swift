@@ -9,6 +9,13 @@ import Synchronization
 /// allowed by ruleset") before anything is dialled. The managed `postern pt-client` keeps pt-spec's
 /// open behaviour (tor starts it and owns its port) with ``open``. Both cap concurrent sessions at
 /// ``maximumSessions``: a session beyond it is closed at once, before it is read.
+///
+/// The cap alone let another local account hold every slot (connect and stay silent) and so fail
+/// tor's own bridge connections. A restricted listener therefore also admits only connections this
+/// process opened (``Clients/thisProcess``; tor is in-process), checked from the kernel's socket
+/// table before a slot is taken: a stranger's connection is closed unread and holds nothing.
+/// Reserving slots for tor instead would still hand strangers the rest, and tor's connections
+/// cannot be told from theirs by anything they send.
 public final class SocksAdmission: Sendable {
     /// One bridge as tor asks for it: the IP:port it CONNECTs to and the arguments it sends.
     public struct Bridge: Hashable, Sendable {
@@ -26,24 +33,36 @@ public final class SocksAdmission: Sendable {
     /// it); a local flood stops here instead of at the file-descriptor limit.
     public static let defaultMaximumSessions = 256
 
+    /// Whose connections a listener takes.
+    public enum Clients: Sendable {
+        /// Any local user's (pt-spec: the loopback port is the only gate).
+        case anyLocalUser
+        /// Only connections opened by this process (its embedded tor).
+        case thisProcess
+    }
+
     public let maximumSessions: Int
+    public let clients: Clients
     /// nil: any destination (pt-spec's open listener).
     private let allowed: Mutex<Set<Bridge>?>
     private let sessions = Mutex(0)
 
-    private init(allowed: Set<Bridge>?, maximumSessions: Int) {
+    private init(allowed: Set<Bridge>?, maximumSessions: Int, clients: Clients) {
         self.allowed = Mutex(allowed)
         self.maximumSessions = maximumSessions
+        self.clients = clients
     }
 
     /// pt-spec's listener: any destination and arguments (the managed `pt-client`).
     public static func open(maximumSessions: Int = defaultMaximumSessions) -> SocksAdmission {
-        SocksAdmission(allowed: nil, maximumSessions: maximumSessions)
+        SocksAdmission(allowed: nil, maximumSessions: maximumSessions, clients: .anyLocalUser)
     }
 
-    /// Only `bridges` (the in-process listeners; see ``allow(_:)`` to change them).
-    public static func restricted(to bridges: [Bridge] = [], maximumSessions: Int = defaultMaximumSessions) -> SocksAdmission {
-        SocksAdmission(allowed: Set(bridges), maximumSessions: maximumSessions)
+    /// Only `bridges` (the in-process listeners; see ``allow(_:)`` to change them), and only
+    /// connections from `clients` (default: this process).
+    public static func restricted(to bridges: [Bridge] = [], maximumSessions: Int = defaultMaximumSessions,
+                                  clients: Clients = .thisProcess) -> SocksAdmission {
+        SocksAdmission(allowed: Set(bridges), maximumSessions: maximumSessions, clients: clients)
     }
 
     /// Replaces the bridges a restricted listener accepts (no effect on an open one).
@@ -58,6 +77,14 @@ public final class SocksAdmission: Sendable {
     func admits(_ endpoint: TransportEndpoint, _ arguments: TransportArguments) -> Bool {
         let bridge = Bridge(endpoint: endpoint, arguments: arguments)
         return allowed.withLock { $0?.contains(bridge) ?? true }
+    }
+
+    /// Whether `connection` comes from a client this listener takes.
+    func admitsClient(_ connection: TCPSocket) -> Bool {
+        switch clients {
+        case .anyLocalUser: true
+        case .thisProcess: LoopbackClientOrigin.isThisProcess(connection)
+        }
     }
 
     /// Takes a session slot; false when ``maximumSessions`` are open.

@@ -12,7 +12,13 @@ extension Command {
             try invocation.requireNoPositionals()
             let file = invocation.paths.runStatusFile
             // The runtime's test of a live `postern run` (the file parses, its pid lives), as `nostr` and `geo` attach.
-            guard let record = RunningSession.find(statusFile: file)?.record else {
+            let running: RunningSession?
+            do {
+                running = try RunningSession.find(statusFile: file)
+            } catch let error as SessionError {
+                throw CommandFailure(error.message)
+            }
+            guard let record = running?.record else {
                 invocation.output.print(invocation.json ? #"{"running":false,"state":"idle"}"# : "not running")
                 return 1
             }

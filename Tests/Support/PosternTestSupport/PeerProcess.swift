@@ -10,9 +10,17 @@ public final class PeerProcess: @unchecked Sendable {
 
     public static var peersDirectory: URL { URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Peers") }
 
-    public init(script: String, arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-u", Self.peersDirectory.appendingPathComponent(script).path] + arguments
+    /// `account`: run as that account (the system's python3, given the script's text, so that
+    /// neither the checkout nor the test user's python need be readable to it).
+    public init(script: String, arguments: [String], account: OtherLocalAccount? = nil) throws {
+        let path = Self.peersDirectory.appendingPathComponent(script).path
+        if let account {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = account.commandLine(["/usr/bin/python3", "-u", "-c", try String(contentsOfFile: path, encoding: .utf8)] + arguments)
+        } else {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", "-u", path] + arguments
+        }
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
@@ -29,6 +37,8 @@ public final class PeerProcess: @unchecked Sendable {
         }
         try process.run()
     }
+
+    public var processIdentifier: Int32 { process.processIdentifier }
 
     public var output: [String] {
         lock.lock()

@@ -1,0 +1,54 @@
+import Foundation
+import Synchronization
+import Testing
+import PosternTestSupport
+import TransportBase
+import TransportTestSupport
+
+/// Another local account against an in-process PT listener (issue #24, item 8): it must not hold
+/// the sessions tor needs, and its refusals must not flood the warnings (stderr and the events
+/// file of `postern run`). The stranger is a real second local account on loopback.
+@Suite(.enabled(if: OtherLocalAccount.isAvailable, "needs root to create a second local account"))
+struct PTListenerClientTests {
+    @Test func anotherAccountHoldsNoSessionAndIsWarnedAboutOnce() async throws {
+        let account = try OtherLocalAccount.ensure()
+        let echo = try LoopbackPeer(.echo)
+        defer { echo.stop() }
+        let target = try TransportEndpoint(parsing: "127.0.0.1:\(echo.port)")
+        let warnings = Mutex<[String]>([])
+        let events = TransportEventSink { event in
+            if event.kind == .clientRejected, event.severity == .warning { warnings.withLock { $0.append(event.message) } }
+        }
+        let bridge = SocksAdmission.Bridge(endpoint: target, arguments: TransportArguments(["cert": "c1"]))
+        let server = try PTSocksServer(transport: CountingPlainTransport(), events: events, negotiationTimeout: .seconds(60),
+                                       admission: .restricted(to: [bridge], maximumSessions: 4))
+        defer { server.stop() }
+
+        // Three times the cap, each connection greeting and then silent.
+        let stranger = try PeerProcess(script: "socks_slot_holder.py", arguments: ["127.0.0.1", "\(server.port)", "12"], account: account)
+        defer { stranger.stop() }
+        let result = try await stranger.waitForLine(prefix: "RESULT ", timeout: 60)
+        #expect(result == "held=0 refused=12", "the other account got sessions")
+        #expect(server.admission.openSessions == 0)
+        // The stranger's refusals were warned about once (the rest are counted in the next warning).
+        let seen = warnings.withLock { $0 }
+        #expect(seen.count == 1, "twelve refusals, one warning a minute: \(seen)")
+        #expect(seen.first?.contains("not this process's") == true, "\(seen)")
+
+        // tor's connection (this process's) is served while the stranger's are still open.
+        var ours = try await RawSocksClient.connect(to: server.endpoint)
+        #expect(try await ours.open(arguments: "cert=c1", target: target).reply == 0, "this process's connection was refused")
+        try await ours.socket.write(Array("hello".utf8))
+        #expect(try await ours.read(5) == Array("hello".utf8))
+    }
+
+    @Test func quietRefusalsAreCountedInTheNextWarning() {
+        let limiter = RefusalWarningLimiter(interval: .seconds(60))
+        let start = ContinuousClock.now
+        #expect(limiter.refusal(at: start) == 0, "the first refusal is a warning at once")
+        for second in 1...5 { #expect(limiter.refusal(at: start + .seconds(second)) == nil) }
+        #expect(limiter.refusal(at: start + .seconds(61)) == 5, "the next warning counts the quiet ones")
+        #expect(limiter.refusal(at: start + .seconds(62)) == nil)
+        #expect(RefusalWarningLimiter.text("refused", quietBefore: 5) == "refused (5 more refused since the last warning)")
+    }
+}
