@@ -19,7 +19,7 @@ import Testing
         }
         // A bridge that accepts TCP and never answers: the child's tor waits on it.
         let silent = try HeldLoopbackPort()
-        let added = try ProcessRunner.runBlocking(ProcessRunner.postern,
+        let added = try await ProcessRunner.run(ProcessRunner.postern,
                                                   ["bridges", "add", "127.0.0.1:\(silent.port) \(Self.fingerprint)", "--config-dir", config.path])
         try #require(added.status == 0, "\(added.stderr)")
 
@@ -58,10 +58,16 @@ import Testing
         (FileManager.default.enumerator(atPath: directory.path)?.allObjects as? [String]) ?? []
     }
 
-    /// Processes whose command line mentions `text` (pgrep -f), by PID.
+    /// Processes whose command line mentions `text` (as pgrep -f), by PID, read from /proc: no child
+    /// process, so it can run in a `defer` and never blocks the cooperative pool.
     static func processes(mentioning text: String) -> [Int32] {
-        let result = try? ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/bin/pgrep"), ["-f", text])
-        return (result?.stdout ?? "").split(separator: "\n").compactMap { Int32($0) }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return names.compactMap { name -> Int32? in
+            guard let pid = Int32(name), pid != getpid(),
+                  let data = FileManager.default.contents(atPath: "/proc/\(name)/cmdline") else { return nil }
+            let commandLine = String(decoding: data.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
+            return commandLine.contains(text) ? pid : nil
+        }
     }
 
     /// Polls `condition` until it holds or `seconds` pass (no event tells of a file being written).

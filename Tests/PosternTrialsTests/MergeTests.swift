@@ -83,7 +83,7 @@ import Testing
     /// A saved run is a file anyone can edit. Numbers as large as JSON's Double allows (a throughput
     /// of 1e300, times of ±1.7e308) once trapped `ab report` in its chart labels and its sparkline;
     /// every `ab` command that reads saved runs now finishes with them.
-    @Test func savedRunsWithExtremeNumbersTrapNoAbCommand() throws {
+    @Test func savedRunsWithExtremeNumbersTrapNoAbCommand() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("postern-extreme-\(UUID())")
         defer { try? FileManager.default.removeItem(at: root) }
         let config = root.appendingPathComponent("config")
@@ -102,7 +102,7 @@ import Testing
         let options = ["--config-dir", config.path]
         for command in [["ab", "report", directory.path], ["ab", "report", result.id], ["ab", "history"], ["ab", "history", "--json"],
                         ["ab", "merge", directory.path], ["ab", "merge", "--json", directory.path]] {
-            let run = try ProcessRunner.runBlocking(ProcessRunner.postern, command + options)
+            let run = try await ProcessRunner.run(ProcessRunner.postern, command + options)
             #expect(run.status == 0, "\(command.joined(separator: " ")): status \(run.status)\n\(run.stderr)")
         }
         let page = try String(contentsOf: directory.appendingPathComponent("report.html"), encoding: .utf8)
