@@ -249,6 +249,12 @@ private struct LineParser {
             guard !key.isEmpty else {
                 throw fail(.badArgument, word: wordNumber, kind: "argument", "the key before = is empty")
             }
+            // No transport's arguments have angle brackets; a word with one is markup (`</p>`)
+            // copied with the line from a page or an email, whatever the transport.
+            guard !word.contains(where: { $0 == "<" || $0 == ">" }) else {
+                throw fail(.badArgument, word: wordNumber, kind: isPrintableKey(key) ? key : "argument",
+                           "contains < or >, which no bridge argument has (HTML copied with the line?)")
+            }
             if wordOfKey[key] != nil {
                 let kind = isPrintableKey(key) ? key : "argument"
                 let keyText = isPrintableKey(key) ? "\(key)" : "this key"

@@ -48,87 +48,108 @@ public struct BridgePaste: Hashable, Sendable {
 
     /// Reads a paste, checking each line's arguments by `rules`. Never throws: problems are
     /// reported per line in the result.
+    ///
+    /// Before the lines are read, characters nobody sees are removed (``PasteCharacters``), and the
+    /// HTML source of a page or message is read as its text (``HTMLPasteText``). A bridge line a
+    /// mail client wrapped over several lines is read whole (see `readLines`).
     public static func parse(_ text: String, rules: BridgeArgumentRulebook, logging: LoggingPolicy = .safe) -> BridgePaste {
         var paste = BridgePaste()
-        var normalized = text.replacingAll("\r\n", with: "\n").replacingAll("\r", with: "\n")
+        var normalized = PasteCharacters.removingInvisibles(PasteCharacters.unifyingLineEnds(text))
         if normalized.hasPrefix("\u{FEFF}") { normalized.removeFirst() }
 
-        var units: [(location: PasteLocation, text: String)] = []
+        let reader = LineReader(rules: rules, logging: logging)
+        var firstSeen: [BridgeLine.Identity: PasteLocation] = [:]
         switch JSONListReader.read(normalized) {
         case .notAList:
-            for (offset, line) in normalized.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                units.append((PasteLocation(line: offset + 1), String(line)))
-            }
+            let lines = HTMLPasteText.lines(of: normalized)
+                ?? normalized.split(separator: "\n", omittingEmptySubsequences: false).enumerated().map { ($0 + 1, String($1)) }
+            paste.readLines(lines.map { (PasteLocation(line: $0.line), $0.text) }, reader: reader, firstSeen: &firstSeen)
         case .list(let entries):
-            units = entries.enumerated().map { (PasteLocation(line: $1.line, entry: $0 + 1), $1.text) }
+            // Each string is one line as the list's author meant it: never joined with another.
+            for (offset, entry) in entries.enumerated() {
+                let location = PasteLocation(line: entry.line, entry: offset + 1)
+                paste.record(reader.verdict(on: entry.text, at: location), at: location, firstSeen: &firstSeen)
+            }
         case .malformed(let line, let reason):
             paste.rejected.append(BridgeConfigError(
                 code: .badJSON, kind: .invalidInput,
                 message: "line \(line): the paste looks like a list of bridge lines ([\"...\", \"...\"]) but \(reason)",
                 location: PasteLocation(line: line)))
-            return paste
-        }
-
-        var firstSeen: [BridgeLine.Identity: PasteLocation] = [:]
-        for unit in units {
-            paste.read(unit.text, at: unit.location, rules: rules, logging: logging, firstSeen: &firstSeen)
         }
         return paste
     }
 
-    /// torrc options people leave in a pasted fragment. Recognized so that they are skipped with a
-    /// note instead of being misread as a transport name.
-    private static let otherTorrcOptions: Set<String> = [
-        "socksport", "controlport", "datadirectory", "log", "geoipfile", "geoipv6file", "clientonly",
-        "exitnodes", "entrynodes", "excludenodes", "excludeexitnodes", "strictnodes", "sandbox",
-        "avoiddiskwrites", "cookieauthentication", "hashedcontrolpassword", "safelogging",
-        "updatebridgesfromauthority", "clientuseipv6", "clientpreferipv6orport", "httpsproxy",
-        "socks5proxy", "socks4proxy", "transport", "dnsport", "runasdaemon",
-    ]
+    /// The most lines one bridge line is read from when a mail client wrapped it: an obfs4 line
+    /// wrapped at 72 columns takes three, a snowflake line with its ice= list five, and a narrow
+    /// phone screen a few more.
+    static let maximumWrappedPieces = 8
 
-    private mutating func read(_ raw: String, at location: PasteLocation, rules: BridgeArgumentRulebook, logging: LoggingPolicy,
-                               firstSeen: inout [BridgeLine.Identity: PasteLocation]) {
-        var text = Self.trim(Substring(raw))
-        if text.isEmpty || text.hasPrefix("#") || text.hasPrefix("//") { return }
-        text = Self.stripQuotes(text)
-        text = Self.stripTrailingComment(text)
-        if text.isEmpty { return }
-
-        // Text copied from web pages and chat apps carries no-break and other Unicode spaces
-        // between words; tor only knows spaces and tabs.
-        let spaced = String(text.map { $0.isWhitespace && $0 != "\t" ? " " : $0 })
-        var words = BridgeLine.splitWords(spaced)
-        var hadBridgeKeyword = false
-        if let first = words.first, first.lowercased() == "bridge" {
-            words.removeFirst()
-            hadBridgeKeyword = true
+    /// Reads the lines of a paste, joining the pieces of a bridge line a mail client wrapped.
+    ///
+    /// A line that is not a valid bridge line on its own is joined with the lines after it when
+    /// the joined text is one. The lines after it must not be valid bridge lines either, and must
+    /// be broken bridge-line text: a blank line, a comment, prose, a torrc option or a line that
+    /// starts a new bridge line (the `Bridge` keyword or a transport's name) ends the search. So
+    /// two valid lines are never joined, and prose never becomes part of a bridge. A valid line
+    /// takes only following lines made of nothing but key=value words (which are never a bridge
+    /// line by themselves): a webtunnel or snowflake line wrapped after its url= is valid without
+    /// the ver=, fronts= or ice= that follow. Of the joins that work the longest is taken (the last
+    /// piece can be an optional argument). The bridge's location is its first line.
+    private mutating func readLines(_ lines: [(location: PasteLocation, text: String)], reader: LineReader,
+                                    firstSeen: inout [BridgeLine.Identity: PasteLocation]) {
+        let verdicts = lines.map { reader.verdict(on: $0.text, at: $0.location) }
+        var index = 0
+        while index < lines.count {
+            let takesOnlyArguments: Bool
+            switch verdicts[index] {
+            case .invalid: takesOnlyArguments = false
+            case .bridge: takesOnlyArguments = true
+            default:
+                record(verdicts[index], at: lines[index].location, firstSeen: &firstSeen)
+                index += 1
+                continue
+            }
+            var joined: (last: Int, parsed: BridgeLine.Parsed)?
+            var text = lines[index].text
+            var next = index + 1
+            while next < lines.count, next - index < Self.maximumWrappedPieces,
+                  case .invalid = verdicts[next], !reader.startsBridgeLine(lines[next].text),
+                  !takesOnlyArguments || Self.isArgumentsOnly(lines[next].text) {
+                text += " " + lines[next].text
+                if case .bridge(let parsed) = reader.verdict(on: text, at: lines[index].location) {
+                    joined = (next, parsed)
+                }
+                next += 1
+            }
+            if let joined {
+                record(.bridge(joined.parsed), at: lines[index].location, firstSeen: &firstSeen)
+                index = joined.last + 1
+            } else {
+                record(verdicts[index], at: lines[index].location, firstSeen: &firstSeen)
+                index += 1
+            }
         }
-        if !hadBridgeKeyword, let option = words.first?.lowercased() {
-            if option == "usebridges" {
-                notes.append(BridgeConfigDiagnostic(code: .torrcOptionIgnored,
-                    message: "\(location): UseBridges is ignored; Postern turns bridges on by itself", location: location))
-                return
-            }
-            if option == "clienttransportplugin" {
-                readPluginLine(Array(words.dropFirst()), at: location)
-                return
-            }
-            if Self.otherTorrcOptions.contains(option),
-               TransportName.known(matching: option) == nil {
-                notes.append(BridgeConfigDiagnostic(code: .torrcOptionIgnored,
-                    message: "\(location): the torrc option \(words[0]) is not a bridge line; ignored", location: location))
-                return
-            }
-        }
+    }
 
-        if !hadBridgeKeyword, Self.isProse(words) {
-            notes.append(BridgeConfigDiagnostic(code: .proseSkipped,
-                message: "\(location): not a bridge line (text around the bridges?); skipped", location: location))
+    /// True for a line of key=value words only.
+    private static func isArgumentsOnly(_ raw: String) -> Bool {
+        guard let words = words(of: raw) else { return false }
+        return words.allSatisfy { word in word.contains("=") && !word.hasPrefix("=") }
+    }
+
+    /// Adds what a line turned out to be to the result.
+    private mutating func record(_ verdict: LineVerdict, at location: PasteLocation,
+                                 firstSeen: inout [BridgeLine.Identity: PasteLocation]) {
+        switch verdict {
+        case .skipped:
             return
-        }
-
-        do {
-            let parsed = try BridgeLine.parse(((hadBridgeKeyword ? ["Bridge"] : []) + words).joined(separator: " "), rules: rules, logging: logging)
+        case .note(let note):
+            notes.append(note)
+        case .pluginLine(let words):
+            readPluginLine(words, at: location)
+        case .invalid(let error):
+            rejected.append(error.located(at: location))
+        case .bridge(let parsed):
             warnings.append(contentsOf: parsed.warnings.map { $0.located(at: location) })
             if let earlier = firstSeen[parsed.line.identity] {
                 warnings.append(BridgeConfigDiagnostic(code: .duplicateLine,
@@ -137,9 +158,93 @@ public struct BridgePaste: Hashable, Sendable {
             }
             firstSeen[parsed.line.identity] = location
             accepted.append(Accepted(location: location, line: parsed.line))
-        } catch {
-            rejected.append(error.located(at: location))
         }
+    }
+
+    /// torrc options people leave in a pasted fragment. Recognized so that they are skipped with a
+    /// note instead of being misread as a transport name.
+    static let otherTorrcOptions: Set<String> = [
+        "socksport", "controlport", "datadirectory", "log", "geoipfile", "geoipv6file", "clientonly",
+        "exitnodes", "entrynodes", "excludenodes", "excludeexitnodes", "strictnodes", "sandbox",
+        "avoiddiskwrites", "cookieauthentication", "hashedcontrolpassword", "safelogging",
+        "updatebridgesfromauthority", "clientuseipv6", "clientpreferipv6orport", "httpsproxy",
+        "socks5proxy", "socks4proxy", "transport", "dnsport", "runasdaemon",
+    ]
+
+    /// What one line of a paste is, judged on its own.
+    enum LineVerdict {
+        /// Blank or a comment.
+        case skipped
+        /// A torrc option or prose: skipped with this note.
+        case note(BridgeConfigDiagnostic)
+        /// `ClientTransportPlugin`, with the words after it.
+        case pluginLine([String])
+        case bridge(BridgeLine.Parsed)
+        /// Meant as a bridge line, but not a valid one.
+        case invalid(BridgeConfigError)
+    }
+
+    /// Judges single lines (or joined pieces of one) by a rulebook; no state of its own.
+    struct LineReader {
+        let rules: BridgeArgumentRulebook
+        let logging: LoggingPolicy
+
+        func verdict(on raw: String, at location: PasteLocation) -> LineVerdict {
+            guard var words = BridgePaste.words(of: raw) else { return .skipped }
+            var hadBridgeKeyword = false
+            if let first = words.first, first.lowercased() == "bridge" {
+                words.removeFirst()
+                hadBridgeKeyword = true
+            }
+            if !hadBridgeKeyword, let option = words.first?.lowercased() {
+                if option == "usebridges" {
+                    return .note(BridgeConfigDiagnostic(code: .torrcOptionIgnored,
+                        message: "\(location): UseBridges is ignored; Postern turns bridges on by itself", location: location))
+                }
+                if option == "clienttransportplugin" {
+                    return .pluginLine(Array(words.dropFirst()))
+                }
+                if BridgePaste.otherTorrcOptions.contains(option),
+                   TransportName.known(matching: option) == nil {
+                    return .note(BridgeConfigDiagnostic(code: .torrcOptionIgnored,
+                        message: "\(location): the torrc option \(words[0]) is not a bridge line; ignored", location: location))
+                }
+            }
+
+            if !hadBridgeKeyword, BridgePaste.isProse(words) {
+                return .note(BridgeConfigDiagnostic(code: .proseSkipped,
+                    message: "\(location): not a bridge line (text around the bridges?); skipped", location: location))
+            }
+
+            do throws(BridgeConfigError) {
+                return .bridge(try BridgeLine.parse(((hadBridgeKeyword ? ["Bridge"] : []) + words).joined(separator: " "),
+                                                    rules: rules, logging: logging))
+            } catch {
+                return .invalid(error)
+            }
+        }
+
+        /// True when `raw` begins the way a bridge line does: with the `Bridge` keyword or the name
+        /// of a transport Postern knows. Such a line is never the continuation of a wrapped one.
+        func startsBridgeLine(_ raw: String) -> Bool {
+            guard let first = BridgePaste.words(of: raw)?.first else { return false }
+            return first.lowercased() == "bridge" || TransportName.known(matching: first) != nil
+        }
+    }
+
+    /// The words of a pasted line, after quotes and a trailing comment are taken off; nil for a
+    /// blank line or a comment.
+    static func words(of raw: String) -> [String]? {
+        var text = trim(Substring(PasteCharacters.removingInvisibles(raw)))
+        if text.isEmpty || text.hasPrefix("#") || text.hasPrefix("//") { return nil }
+        text = stripQuotes(text)
+        text = stripTrailingComment(text)
+        if text.isEmpty { return nil }
+
+        // Text copied from web pages and chat apps carries no-break and other Unicode spaces
+        // between words; tor only knows spaces and tabs.
+        let spaced = String(text.map { $0.isWhitespace && $0 != "\t" ? " " : $0 })
+        return BridgeLine.splitWords(spaced)
     }
 
     /// A line of the message around the bridge lines, as people receive them by mail or from a bot
@@ -148,7 +253,7 @@ public struct BridgePaste: Hashable, Sendable {
     /// fingerprint, a key=value argument). Such a line is skipped with a note rather than rejected
     /// word by word; anything that has one of those parts is still read as a bridge line, so a
     /// damaged bridge line gets its precise error.
-    private static func isProse(_ words: [String]) -> Bool {
+    static func isProse(_ words: [String]) -> Bool {
         guard let first = words.first, TransportName.known(matching: first) == nil else { return false }
         return !words.contains { word in
             word.contains("=") || (word.contains(":") && word.contains(where: \.isNumber))
