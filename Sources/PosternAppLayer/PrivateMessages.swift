@@ -85,8 +85,15 @@ extension NostrRelayManager {
         let reader = Task {
             var seen = SeenEventIDs(capacity: capacity)
             for await message in messages {
-                guard case .event(_, let event, _) = message, seen.insert(event.id),
-                      let (sender, rumor) = try? NIP17.unwrap(event, recipient: recipient) else { continue }
+                guard case .event(_, let event, _) = message else { continue }
+                if seen.contains(event.id) {
+                    _ = seen.insert(event.id)  // seen again: among the most recent now
+                    continue
+                }
+                // Only a wrap that opens takes a place: anyone can sign events tagged with our key,
+                // and junk remembered first would push out the ids of real messages.
+                guard let (sender, rumor) = try? NIP17.unwrap(event, recipient: recipient) else { continue }
+                _ = seen.insert(event.id)
                 continuation.yield(PrivateMessage(sender: sender, createdAt: rumor.createdAt, content: rumor.content))
             }
             continuation.finish()

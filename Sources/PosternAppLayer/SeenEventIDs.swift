@@ -17,6 +17,8 @@ struct SeenEventIDs: Sendable {
 
     var count: Int { current.count + previous.count }
 
+    func contains(_ id: String) -> Bool { current.contains(id) || previous.contains(id) }
+
     /// Whether `id` is new; either way it is now among the most recently seen.
     mutating func insert(_ id: String) -> Bool {
         if current.contains(id) { return false }

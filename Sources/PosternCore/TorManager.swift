@@ -6,6 +6,8 @@ import Foundation
 public actor TorManager {
     private var status = TorStatus()
     private var configuration: TorConfiguration?
+    /// The size of tor's log when the current start began (nil: no log yet).
+    private var logSizeAtStart: Int64?
     private var core: EmbeddedTorThread?
     private var control: ControlConnection?
     private var eventTask: Task<Void, Never>?
@@ -95,7 +97,8 @@ public actor TorManager {
     /// flag clears and the deadline starts again.
     public func reconfigure(_ options: [TorOption], resetting: [String] = []) async throws {
         guard let control else { throw TorCoreError(.notRunning, kind: .usage, "tor is not running") }
-        if let refusal = options.lazy.compactMap(TorOptionPolicy.refusal(of:)).first {
+        if let refusal = options.lazy.compactMap(TorOptionPolicy.refusal(of:)).first
+            ?? resetting.lazy.compactMap(TorOptionPolicy.refusal(ofResetting:)).first {
             throw TorCoreError(.invalidConfiguration, kind: .usage, refusal)
         }
         let present = Set(options.map(\.key))
@@ -174,7 +177,7 @@ public actor TorManager {
 
         // What tor's log held before this start: a log that has not grown says tor refused its
         // configuration before opening it (the file may be a previous run's, or missing).
-        let logSizeBefore = Self.fileSize(configuration.logFile)
+        logSizeAtStart = Self.fileSize(configuration.logFile)
         let emptyTorrc: URL
         do {
             try configuration.socks.ensureAvailable()
@@ -222,10 +225,7 @@ public actor TorManager {
             // refuses a bad configuration before its log file opens; then its exit status is all
             // that is left (POSTERN_TOR_STDERR=1 shows its warnings) and naming the log would
             // send the user to a file that is missing or holds an older run.
-            let logGrew = (Self.fileSize(configuration.logFile) ?? 0) > (logSizeBefore ?? 0)
-            let reason = logGrew
-                ? TorCoreError(.torExited, "tor stopped while starting (exit status \(code)); see its log: \(configuration.logFile.path)")
-                : TorCoreError(.torExited, "tor refused its configuration and stopped before writing its log (exit status \(code)); set POSTERN_TOR_STDERR=1 to see tor's warnings")
+            let reason = exitError(code: code, whileStarting: true)
             fail(reason)
             throw reason
         }
@@ -266,8 +266,26 @@ public actor TorManager {
             control?.close()
             control = nil
             watchdogTask?.cancel()
-            fail(TorCoreError(.torExited, "tor exited unexpectedly with status \(code); see \(configuration?.logFile.path ?? "tor.log")"))
+            fail(exitError(code: code, whileStarting: status.state == .starting))
         }
+    }
+
+    /// What to tell about an exit of tor's. Whichever notices it first (the control connection
+    /// closing while starting, or the thread's exit), the user reads the same. A log that has not
+    /// grown since the start says tor refused its configuration before opening it; then naming the
+    /// log would send the user to a file that is missing or holds an older run, and the exit status
+    /// is all there is (POSTERN_TOR_STDERR=1 shows tor's warnings).
+    private func exitError(code: Int32, whileStarting: Bool) -> TorCoreError {
+        guard let logFile = configuration?.logFile else {
+            return TorCoreError(.torExited, "tor exited unexpectedly with status \(code)")
+        }
+        let logGrew = (Self.fileSize(logFile) ?? 0) > (logSizeAtStart ?? 0)
+        if !logGrew {
+            return TorCoreError(.torExited, "tor refused its configuration and stopped before writing its log (exit status \(code)); set POSTERN_TOR_STDERR=1 to see tor's warnings")
+        }
+        return whileStarting
+            ? TorCoreError(.torExited, "tor stopped while starting (exit status \(code)); see its log: \(logFile.path)")
+            : TorCoreError(.torExited, "tor exited unexpectedly with status \(code); see \(logFile.path)")
     }
 
     private func fail(_ error: any Error) {

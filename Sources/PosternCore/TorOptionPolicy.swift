@@ -25,6 +25,21 @@ public enum TorOptionPolicy {
         return nil
     }
 
+    /// Why the option named `key` may not go back to tor's default (SETCONF with no value), or nil
+    /// when it may. Every guarded option and listener is refused: tor's defaults are what Postern's
+    /// command line replaces (its default log is notices on stdout; its default SocksPort is 9050).
+    public static func refusal(ofResetting key: String) -> String? {
+        guard !key.isEmpty, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+            return "'\(key)' is not a tor option name"
+        }
+        let lowered = key.lowercased()
+        let guarded = Array(refused.keys) + loopbackListeners
+        guard !lowered.hasPrefix("_"), let full = guarded.sorted().first(where: { $0.hasPrefix(lowered) }) else {
+            return lowered.hasPrefix("_") ? "\(key) is refused: it is one of tor's internal options" : nil
+        }
+        return "\(key) cannot be reset: tor's default for \(canonicalName[full] ?? full) would undo what Postern sets"
+    }
+
     private static let controlReason = "it would open or configure a control port, which lets another program steer tor; Postern's tor has none but its own (ControlPort 0)"
     private static let relayReason = "it would open a listener for other machines; Postern's tor is a client only"
     private static let logReason = "Postern sets tor's log (warnings only, SafeLogging) so that bridge addresses stay out of it; use --unsafe-logging for notices"
@@ -49,6 +64,10 @@ public enum TorOptionPolicy {
         "safelogging": logReason,
         "datadirectory": "Postern chooses tor's data directory (--data-dir)",
         "datadirectorygroupreadable": "Postern keeps tor's data directory private to the user",
+        "cachedirectory": "Postern keeps tor's cache (bridge descriptors included) in its data directory",
+        "cachedirectorygroupreadable": "Postern keeps tor's cache (bridge descriptors included) private to the user",
+        "keydirectory": "Postern keeps tor's keys in its data directory",
+        "keydirectorygroupreadable": "Postern keeps tor's keys private to the user",
         "clientonly": "Postern's tor is a client only",
         "runasdaemon": "tor runs inside Postern's process and cannot become a daemon",
         "user": "tor runs inside Postern's process and cannot change its user",
@@ -65,6 +84,8 @@ public enum TorOptionPolicy {
         "orport": "ORPort", "dirport": "DirPort", "extorport": "ExtORPort", "metricsport": "MetricsPort",
         "log": "Log", "logmessagedomains": "LogMessageDomains", "safelogging": "SafeLogging",
         "datadirectory": "DataDirectory", "datadirectorygroupreadable": "DataDirectoryGroupReadable",
+        "cachedirectory": "CacheDirectory", "cachedirectorygroupreadable": "CacheDirectoryGroupReadable",
+        "keydirectory": "KeyDirectory", "keydirectorygroupreadable": "KeyDirectoryGroupReadable",
         "clientonly": "ClientOnly", "runasdaemon": "RunAsDaemon", "user": "User",
         "socksport": "SocksPort", "transport": "TransPort", "natdport": "NATDPort", "dnsport": "DNSPort",
         "httptunnelport": "HTTPTunnelPort",

@@ -93,7 +93,7 @@ struct PasteSourcesTests {
     @Test func invisibleCharactersAreRemovedAndSpacesAreSpaces() throws {
         let expected = try BridgeLine(validating: Self.obfs4A)
         let cert = "cert=" + Sample.cert
-        for invisible in ["\u{200B}", "\u{2060}", "\u{FEFF}", "\u{200C}", "\u{200D}", "\u{200E}", "\u{200F}", "\u{00AD}", "\u{2066}"] {
+        for invisible in ["\u{200B}", "\u{2060}", "\u{FEFF}", "\u{200C}", "\u{200D}", "\u{00AD}"] {
             // Inside the cert (a break opportunity), around '=' and at both ends of the line.
             let damaged = invisible + Self.obfs4A.replacingOccurrences(of: cert, with: String(cert.prefix(30)) + invisible + String(cert.dropFirst(30)))
                 .replacingOccurrences(of: "iat-mode=", with: "iat-mode" + invisible + "=") + invisible
@@ -106,6 +106,34 @@ struct PasteSourcesTests {
         }
         let separated = BridgePaste.parse(Self.obfs4A + "\u{2028}" + Self.obfs4B + "\u{2029}" + Self.webtunnel)
         #expect(separated.lines.count == 3 && separated.accepted.map(\.location.line) == [1, 2, 3])
+    }
+
+    /// Bidirectional controls can change what the reader sees, not what is stored: an override
+    /// before the address would show one bridge and store another. Direction marks and
+    /// left-to-right or first-strong controls at a word's edge (as messengers put them around text
+    /// in a right-to-left chat) go; inside a word they stay and the line is refused; the
+    /// right-to-left embedding, override and isolate are refused anywhere.
+    @Test func bidirectionalControlsNeverMakeTheShownAndStoredLinesDiffer() throws {
+        let expected = try BridgeLine(validating: Self.obfs4A)
+        func name(_ control: String) -> String { "U+\(String(control.unicodeScalars.first!.value, radix: 16))" }
+        for control in ["\u{200E}", "\u{200F}", "\u{061C}", "\u{202A}", "\u{202C}", "\u{202D}", "\u{2066}", "\u{2068}", "\u{2069}"] {
+            let edges = control + Self.obfs4A.replacingOccurrences(of: " ", with: " " + control) + control
+            let paste = BridgePaste.parse(edges)
+            #expect(paste.lines == [expected] && paste.rejected.isEmpty, "\(name(control)) at word edges")
+            let inside = Self.obfs4A.replacingOccurrences(of: "cert=AAEC", with: "cert=AA" + control + "EC")
+            #expect(BridgePaste.parse(inside).accepted.isEmpty, "\(name(control)) inside the cert")
+        }
+        // A whole line in a left-to-right isolate, as a messenger sends it: read.
+        #expect(BridgePaste.parse("\u{2066}" + Self.obfs4A + "\u{2069}").lines == [expected])
+        let address = try #require(Self.obfs4A.split(separator: " ").dropFirst().first.map(String.init))
+        for control in ["\u{202B}", "\u{202E}", "\u{2067}"] {
+            for damaged in [Self.obfs4A.replacingOccurrences(of: address, with: control + address),
+                            Self.obfs4A.replacingOccurrences(of: address, with: control + " " + address),
+                            control + Self.obfs4A + "\u{202C}\u{2069}"] {
+                let paste = BridgePaste.parse(damaged)
+                #expect(paste.accepted.isEmpty && !paste.rejected.isEmpty, "\(name(control)) was removed: \(paste.lines)")
+            }
+        }
     }
 
     @Test func visibleLookAlikesAreStillRejected() throws {

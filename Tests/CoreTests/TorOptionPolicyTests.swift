@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import PosternCore
+@testable import PosternRuntime
 
 /// Options added after the core's own command line (`--tor-options-file`, TorConfiguration.options)
 /// may not open a control port or a public listener, nor take over the log or the data directory.
@@ -15,6 +16,7 @@ import Testing
         "Log notice stdout", "l notice file /tmp/t.log", "SafeLogging 0", "LogMessageDomains 1",
         "DataDirectory /tmp/elsewhere", "RunAsDaemon 1", "ClientOnly 0", "User nobody",
         "ControlP 9051", "Cont 9051", "SocksP 0.0.0.0:9050",
+        "CacheDirectory /tmp/elsewhere", "CacheDirectoryGroupReadable 1", "KeyDirectory /tmp/keys", "KeyDirectoryGroupReadable 1",
     ])
     func refusedLineIsNamed(_ line: String) {
         let key = String(line.split(separator: " ")[0])
@@ -43,6 +45,20 @@ import Testing
     ])
     func allowedLinePasses(_ line: String) throws {
         #expect(try TorOption.parseLines(line).count == 1)
+    }
+
+    /// Resetting an option to tor's default (SETCONF with no value) meets the rule too: tor's
+    /// default log is notices on stdout and its default SocksPort 9050. The keys connection assist
+    /// resets pass; a key that is not an option name cannot reach the control protocol.
+    @Test func resettingAGuardedOptionIsRefused() {
+        for key in ["Log", "log", "SafeLogging", "SocksPort", "ControlPort", "__OwningControllerProcess", "CacheDirectoryGroupReadable", "Soc"] {
+            #expect(TorOptionPolicy.refusal(ofResetting: key) != nil, "\(key)")
+        }
+        #expect(TorOptionPolicy.refusal(ofResetting: "Bridge\r\nSIGNAL HALT") != nil)
+        #expect(TorOptionPolicy.refusal(ofResetting: "") != nil)
+        for key in AssistRunner.managedKeys {
+            #expect(TorOptionPolicy.refusal(ofResetting: key) == nil, "\(key)")
+        }
     }
 
     /// A library caller that builds options itself meets the same rule when tor starts.

@@ -159,22 +159,23 @@ import TransportTestSupport
     }
 
     /// An executable still open for writing somewhere (just written, and another thread forked while
-    /// the descriptor was open) makes exec fail with ETXTBSY for a moment; the start waits it out.
-    /// Seen as a one-off "Text file busy" when this suite ran beside others. Here the test itself
-    /// holds the script open for writing and lets go after 50 ms.
+    /// the descriptor was open) makes exec fail with ETXTBSY for a moment; the start waits it out
+    /// (up to 2 s). Seen as a one-off "Text file busy" when this suite ran beside others. Here the
+    /// test holds the script open for writing and lets go 50 ms later, from a thread of its own so
+    /// that a busy cooperative pool cannot delay the release past the start's patience.
     @Test func anExecutableBusyForAMomentStillStarts() async throws {
         let sleeper = Self.uniqueSleep()
         let path = try script("busy.sh", "echo VERSION 1\necho 'CMETHOD obfs4 socks5 127.0.0.1:9'\necho CMETHODS DONE\nexec \(sleeper)")
         let writer = open(path, O_WRONLY | O_CLOEXEC)
         try #require(writer >= 0)
-        let release = Task {
-            try? await Task.sleep(for: .milliseconds(50))
+        let release = Thread {
+            usleep(50_000)
             close(writer)
         }
+        release.start()
         let plugin = client(path)
         let endpoint = try await plugin.endpoint(for: TransportName("obfs4")!)
         #expect(endpoint.port == 9, "\(endpoint)")
-        await release.value
         await plugin.stop()
         try await expectNoProcess(matching: sleeper)
     }

@@ -24,8 +24,9 @@ import Synchronization
 ///   so a plugin that ignores stdin dies with postern too. When the plugin's main process ends,
 ///   whatever is left in its process group is killed before it is reaped.
 public final class ManagedPluginClient: Sendable {
-    /// Starts tried while exec answers ETXTBSY (executable open for writing), 20 ms more apart each time.
-    static let busyExecutableAttempts = 5
+    /// How long a start keeps trying while exec answers ETXTBSY (executable open for writing),
+    /// 10 ms apart at first, doubling up to 200 ms.
+    static let busyExecutableWait: Duration = .seconds(2)
 
     public struct Definition: Sendable, Hashable {
         public let names: [TransportName]
@@ -169,19 +170,20 @@ public final class ManagedPluginClient: Sendable {
         // ETXTBSY is transient: the executable is open for writing somewhere, typically because it
         // was just written and another thread of this process forked in between (the child holds the
         // descriptor until its own exec). Linux has no way to wait for that, so a few short retries.
-        var attempt = 0
+        let busyUntil = ContinuousClock.now + Self.busyExecutableWait
+        var pause = Duration.milliseconds(10)
         var child: ForkThread.Child
         while true {
             child = try await ForkThread.shared.spawn(executable: definition.executable,
                                                       arguments: [definition.executable] + definition.arguments,
                                                       environment: environment)
-            attempt += 1
-            guard child.execErrno == ETXTBSY, attempt < Self.busyExecutableAttempts else { break }
+            guard child.execErrno == ETXTBSY, ContinuousClock.now + pause < busyUntil else { break }
             let failed = Running(pid: child.pid, stdinDescriptor: child.stdinDescriptor)
             Glibc.close(child.stdoutDescriptor)
             failed.terminate(grace: .zero)
             await failed.waitUntilReaped()
-            try? await Task.sleep(for: .milliseconds(20 * attempt))
+            try? await Task.sleep(for: pause)
+            pause = min(pause * 2, .milliseconds(200))
         }
         let running = Running(pid: child.pid, stdinDescriptor: child.stdinDescriptor)
         if let code = child.execErrno {
