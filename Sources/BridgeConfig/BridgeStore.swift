@@ -258,7 +258,7 @@ public struct BridgeStore: Sendable {
         do throws(PrivateDirectory.Failure) {
             try PrivateDirectory.prepare(directory)
         } catch {
-            throw storageError(.storeWriteFailed, "the settings directory \(error.path) \(error.reason)")
+            throw storageError(.storeWriteFailed, "the settings directory \(error)")
         }
     }
 

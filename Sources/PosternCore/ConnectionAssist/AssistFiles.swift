@@ -96,7 +96,7 @@ public enum AssistFiles {
         do throws(PrivateDirectory.Failure) {
             try PrivateDirectory.prepare(directory.path)
         } catch {
-            throw TorCoreError(.filesystem, "the directory \(error.path) \(error.reason)")
+            throw TorCoreError(.filesystem, "the directory \(error)")
         }
     }
 
