@@ -36,16 +36,32 @@ import TransportBase
         #expect(!state.hasPrefix(NSTemporaryDirectory()), "\(state)")
     }
 
-    /// A file planted where the settings writer puts its temporary file (a link to a file of the
-    /// user's) is not written through.
-    @Test func assistWriterDoesNotFollowAPlantedLink() throws {
+    /// A link to a file of the user's, or a hard link to it, planted at the exact name the writer
+    /// then uses for its temporary file, is not written through: the write fails naming it.
+    @Test(arguments: [false, true])
+    func assistWriterDoesNotFollowAPlantedLink(hardLink: Bool) throws {
         let victim = directory.appendingPathComponent("victim")
         try Data("precious\n".utf8).write(to: victim)
-        let planted = directory.appendingPathComponent(".\(AssistFiles.settingsFileName).\(getpid()).tmp")
-        try FileManager.default.createSymbolicLink(at: planted, withDestinationURL: victim)
-        try AssistFiles.writeLimits(RouteLimitTable(), in: directory)
+        let file = directory.appendingPathComponent(AssistFiles.settingsFileName)
+        var planted: URL?
+        let error = #expect(throws: TorCoreError.self) {
+            try AssistFiles.writeAtomically(Data("{}\n".utf8), to: file) { file in
+                let name = AssistFiles.randomTemporaryName(for: file)
+                let link = self.directory.appendingPathComponent(name)
+                if hardLink {
+                    try? FileManager.default.linkItem(at: victim, to: link)
+                } else {
+                    try? FileManager.default.createSymbolicLink(at: link, withDestinationURL: victim)
+                }
+                planted = link
+                return name
+            }
+        }
+        let plantedPath = try #require(planted).path
+        #expect(error?.code == .filesystem)
+        #expect(error?.message.contains("cannot write \(plantedPath): File exists") == true, "\(String(describing: error))")
         #expect(try String(contentsOf: victim, encoding: .utf8) == "precious\n")
-        #expect(mode(directory.appendingPathComponent(AssistFiles.settingsFileName)) == 0o600)
+        #expect(!FileManager.default.fileExists(atPath: file.path))
     }
 
     /// A settings directory that is a link (here to a directory of the user's that others may

@@ -100,13 +100,24 @@ public enum AssistFiles {
         }
     }
 
+    /// The prefix of every temporary file written for `file`; the name goes on with the pid and a
+    /// random number and ends in `.tmp`.
+    static func temporaryPrefix(for file: URL) -> String { ".\(file.lastPathComponent)." }
+
+    /// A fresh temporary name for `file`: the random part keeps two writers of one process apart.
+    static func randomTemporaryName(for file: URL) -> String {
+        temporaryPrefix(for: file) + "\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
+    }
+
     /// Temporary file (0600) in the same directory, fsync, rename, fsync the directory.
-    static func writeAtomically(_ data: Data, to file: URL) throws(TorCoreError) {
+    /// `temporaryName` picks the temporary file's name (tests plant a file at it).
+    static func writeAtomically(_ data: Data, to file: URL,
+                                temporaryName: (URL) -> String = randomTemporaryName(for:)) throws(TorCoreError) {
         let directory = file.deletingLastPathComponent()
         try preparePrivateDirectory(directory)
         // A new file of our own: O_EXCL|O_NOFOLLOW never writes through a link or into a file
-        // someone left at the name, and the random part keeps two writers of one process apart.
-        let temporary = directory.appendingPathComponent(".\(file.lastPathComponent).\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp")
+        // someone left at the name.
+        let temporary = directory.appendingPathComponent(temporaryName(file))
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw TorCoreError(.filesystem, "cannot write \(temporary.path): \(String(cString: strerror(errno)))")
