@@ -64,6 +64,30 @@ import TransportBase
         #expect(!FileManager.default.fileExists(atPath: file.path))
     }
 
+    /// Temporary files a killed writer left are removed by the next write of the same file once
+    /// they are a minute old; younger ones (a write under way) and other files stay.
+    @Test func staleTemporaryFilesOfAKilledWriterAreRemoved() throws {
+        func leave(_ name: String, secondsAgo: Double) throws -> URL {
+            let url = directory.appendingPathComponent(name)
+            try Data("partial".utf8).write(to: url)
+            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -secondsAgo)], ofItemAtPath: url.path)
+            return url
+        }
+        let staleSettings = try leave(".\(AssistFiles.settingsFileName).4242-17.tmp", secondsAgo: 300)
+        let writeUnderWay = try leave(".\(AssistFiles.settingsFileName).4242-18.tmp", secondsAgo: 1)
+        let staleRoute = try leave(".\(AssistFiles.lastRouteFileName).4242-19.tmp", secondsAgo: 300)
+        let unrelated = try leave(".notes.4242-20.tmp", secondsAgo: 300)
+        func exists(_ url: URL) -> Bool { FileManager.default.fileExists(atPath: url.path) }
+
+        try AssistFiles.writeLimits(RouteLimitTable(), in: directory)
+        #expect(!exists(staleSettings))
+        #expect(exists(writeUnderWay))
+        #expect(exists(staleRoute), "only the written file's own temporaries go")
+        try AssistFiles.writeLastGoodRoute("direct", in: directory)
+        #expect(!exists(staleRoute))
+        #expect(exists(unrelated))
+    }
+
     /// A settings directory that is a link (here to a directory of the user's that others may
     /// read) is refused, and the directory it leads to is neither closed nor written into.
     @Test func aLinkAsTheSettingsDirectoryIsRefusedAndWhereItLeadsIsLeftAlone() throws {
