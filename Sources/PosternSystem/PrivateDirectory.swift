@@ -105,6 +105,8 @@ public enum PrivateDirectory {
                 }
                 if opened < 0 {
                     let number = errno
+                    // A link is ENOTDIR under O_PATH (which would open the link itself, but
+                    // O_DIRECTORY refuses it) and ELOOP without it.
                     guard number == ELOOP || number == ENOTDIR else {
                         throw failure(path, isParent: !isTarget, "cannot be opened: \(describeErrno(number))")
                     }
