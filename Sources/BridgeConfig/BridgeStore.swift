@@ -32,6 +32,11 @@ public struct BridgeStore: Sendable {
     public var filePath: String { directory + "/" + Self.fileName }
     var lockPath: String { filePath + ".lock" }
     var temporaryPrefix: String { Self.fileName + ".tmp-" }
+    /// Names the next temporary file, given ``temporaryPrefix``: the pid and a random number, so
+    /// two writers never share one. Tests replace it to plant a file at the exact name.
+    var temporaryName: @Sendable (_ prefix: String) -> String = { prefix in
+        prefix + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    }
 
     public init(directory: String? = nil, rules: BridgeArgumentRulebook,
                 environment: [String: String] = ProcessInfo.processInfo.environment) throws(BridgeConfigError) {
@@ -258,7 +263,7 @@ public struct BridgeStore: Sendable {
         do throws(PrivateDirectory.Failure) {
             try PrivateDirectory.prepare(directory)
         } catch {
-            throw storageError(.storeWriteFailed, "the settings directory \(error.path) \(error.reason)")
+            throw storageError(.storeWriteFailed, "the settings directory \(error)")
         }
     }
 
@@ -282,7 +287,7 @@ public struct BridgeStore: Sendable {
     }
 
     private func writeAtomically(_ data: Data) throws(BridgeConfigError) {
-        let temporaryPath = directory + "/" + temporaryPrefix + "\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let temporaryPath = directory + "/" + temporaryName(temporaryPrefix)
         let descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw storageError(.storeWriteFailed, "cannot create a temporary file in \(directory): \(describeErrno(errno))")

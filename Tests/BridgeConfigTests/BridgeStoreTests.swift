@@ -202,6 +202,28 @@ struct BridgeStoreTests {
         #expect(!FileManager.default.fileExists(atPath: stale))
     }
 
+    /// A link to a file of the user's, or a hard link to it, that appears at the exact name the
+    /// writer then uses for its temporary file (after the stale files were cleaned) is not written
+    /// through: the update fails and the file it leads to is unchanged.
+    @Test(arguments: [false, true])
+    func aLinkPlantedAtTheTemporaryNameIsNotWrittenThrough(hardLink: Bool) throws {
+        let temporary = TemporaryDirectory()
+        let victim = temporary.path + "/victim"
+        try "precious\n".write(toFile: victim, atomically: false, encoding: .utf8)
+        var store = try BridgeStore(directory: temporary.path)
+        let directory = temporary.path
+        store.temporaryName = { prefix in
+            let name = prefix + "planted"
+            _ = hardLink ? link(victim, directory + "/" + name) : symlink(victim, directory + "/" + name)
+            return name
+        }
+        let error = #expect(throws: BridgeConfigError.self) { try store.update { $0.torEnabled = false } }
+        #expect(error?.code == .storeWriteFailed)
+        #expect(error?.message.contains("cannot create a temporary file in \(directory): File exists") == true, "\(String(describing: error))")
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "precious\n")
+        #expect(!FileManager.default.fileExists(atPath: store.filePath))
+    }
+
     @Test func concurrentUpdatesInOneProcessLoseNothing() async throws {
         let temporary = TemporaryDirectory()
         let store = try BridgeStore(directory: temporary.path)

@@ -2,7 +2,8 @@ import Foundation
 import PosternSystem
 
 /// Connection assist's two small files, both written atomically with mode 0600 (a temporary file
-/// in the same directory, fsynced, then renamed over the old one):
+/// in the same directory, fsynced, then renamed over the old one; temporary files a killed writer
+/// left are removed by the next write once they are a minute old):
 ///
 /// - `last-route.json` in the state directory: the key of the route that last reached 100%
 ///   (`{"version":1,"route":"obfs4:yours","at":"2026-11-29T15:00:00Z"}`). No bridge data.
@@ -96,17 +97,33 @@ public enum AssistFiles {
         do throws(PrivateDirectory.Failure) {
             try PrivateDirectory.prepare(directory.path)
         } catch {
-            throw TorCoreError(.filesystem, "the directory \(error.path) \(error.reason)")
+            throw TorCoreError(.filesystem, "the directory \(error)")
         }
     }
 
+    /// How old a temporary file of ours must be before a writer takes it for one a killed writer
+    /// left: a live writer keeps its file for the milliseconds between creating and renaming it.
+    static let staleTemporaryAge: Double = 60
+
+    /// The prefix of every temporary file written for `file`; the name goes on with the pid and a
+    /// random number and ends in `.tmp`.
+    static func temporaryPrefix(for file: URL) -> String { ".\(file.lastPathComponent)." }
+
+    /// A fresh temporary name for `file`: the random part keeps two writers of one process apart.
+    static func randomTemporaryName(for file: URL) -> String {
+        temporaryPrefix(for: file) + "\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
+    }
+
     /// Temporary file (0600) in the same directory, fsync, rename, fsync the directory.
-    static func writeAtomically(_ data: Data, to file: URL) throws(TorCoreError) {
+    /// `temporaryName` picks the temporary file's name (tests plant a file at it).
+    static func writeAtomically(_ data: Data, to file: URL,
+                                temporaryName: (URL) -> String = randomTemporaryName(for:)) throws(TorCoreError) {
         let directory = file.deletingLastPathComponent()
         try preparePrivateDirectory(directory)
+        removeStaleTemporaryFiles(for: file)
         // A new file of our own: O_EXCL|O_NOFOLLOW never writes through a link or into a file
-        // someone left at the name, and the random part keeps two writers of one process apart.
-        let temporary = directory.appendingPathComponent(".\(file.lastPathComponent).\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp")
+        // someone left at the name.
+        let temporary = directory.appendingPathComponent(temporaryName(file))
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw TorCoreError(.filesystem, "cannot write \(temporary.path): \(String(cString: strerror(errno)))")
@@ -128,6 +145,25 @@ public enum AssistFiles {
         if directoryDescriptor >= 0 {
             fsync(directoryDescriptor)
             close(directoryDescriptor)
+        }
+    }
+
+    /// Removes temporary files for `file` that a killed writer left (random names never reuse them,
+    /// so they would pile up). Only names of our own shape older than ``staleTemporaryAge``: the
+    /// last-route writer takes no lock, so a younger one may be another process's write under way.
+    /// The directory is private, so everything in it is ours.
+    static func removeStaleTemporaryFiles(for file: URL) {
+        let directory = file.deletingLastPathComponent()
+        let prefix = temporaryPrefix(for: file)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
+        for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
+            let path = directory.appendingPathComponent(name).path
+            var info = stat()
+            guard lstat(path, &info) == 0 else { continue }
+            let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+            if Date().timeIntervalSince1970 - modified > staleTemporaryAge {
+                unlink(path)
+            }
         }
     }
 }
