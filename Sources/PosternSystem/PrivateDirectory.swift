@@ -10,7 +10,8 @@ import Darwin
 /// ``prepare(_:)`` walks the path one component at a time from `/`, each step an `openat` of the
 /// directory before it that never follows a link, so what is checked is what is used:
 /// - every directory above the target (its parents) must belong to this user or root, and may be
-///   writable by others only if it is sticky (as /tmp is). Anyone else who can write a parent can
+///   writable by others only if it is sticky (as /tmp is); group write counts as others' unless
+///   the group is this user's own private group with no other member. Anyone else who can write a parent can
 ///   rename the target away after the check and put a directory of their own in its place, so such
 ///   a path is refused, naming the parent. Postern goes on using the path, not the descriptor, and
 ///   this rule is what makes the path keep leading to the directory that was checked;
@@ -24,6 +25,24 @@ import Darwin
 ///   DataDirectory. It is ours, so nothing is lost by closing it, and refusing would stop a user
 ///   whose umask or file manager made it 0755 over something Postern can set right itself.
 public enum PrivateDirectory {
+    /// Whether `gid` is this process's own group with no member but this user (a user private
+    /// group), so that group write access gives no other account anything.
+    static func isOwnPrivateGroup(_ gid: gid_t) -> Bool {
+        guard gid == getegid() else { return false }
+        var user = passwd(), group = Glibc.group()
+        var userResult: UnsafeMutablePointer<passwd>?, groupResult: UnsafeMutablePointer<Glibc.group>?
+        var userBuffer = [CChar](repeating: 0, count: 16_384), groupBuffer = [CChar](repeating: 0, count: 65_536)
+        guard getpwuid_r(geteuid(), &user, &userBuffer, userBuffer.count, &userResult) == 0, userResult != nil,
+              getgrgid_r(gid, &group, &groupBuffer, groupBuffer.count, &groupResult) == 0, groupResult != nil,
+              let ownName = user.pw_name.map({ String(cString: $0) }) else { return false }
+        var member = group.gr_mem
+        while let entry = member?.pointee {
+            if String(cString: entry) != ownName { return false }
+            member = member?.advanced(by: 1)
+        }
+        return true
+    }
+
     /// Why a directory cannot be used.
     public struct Failure: Error, Hashable, Sendable, CustomStringConvertible {
         /// The directory that was asked for, as given.
@@ -181,7 +200,10 @@ public enum PrivateDirectory {
                 throw failure(path, isParent: true,
                               "belongs to another user (uid \(info.st_uid)), who could put a directory of their own in place of Postern's")
             }
-            let writableByOthers = info.st_mode & 0o022 != 0
+            // Group write is only another account's when someone else is in the group: Debian's
+            // user private groups with umask 002 make ~/.config 0775 for a group of one.
+            let groupWriteIsOthers = info.st_mode & 0o020 != 0 && !PrivateDirectory.isOwnPrivateGroup(info.st_gid)
+            let writableByOthers = info.st_mode & 0o002 != 0 || groupWriteIsOthers
             let sticky = info.st_mode & S_ISVTX != 0
             guard !writableByOthers || sticky else {
                 throw failure(path, isParent: true,

@@ -4,6 +4,7 @@ import Testing
 import TransportBase
 @testable import PosternCore
 @testable import PosternRuntime
+@testable import PosternSystem
 
 /// Where Postern's library puts files: plugin state in the user's own state directory, settings
 /// directories that are the user's and private, temporary files that never follow a link.
@@ -110,12 +111,30 @@ import TransportBase
         let share = directory.appendingPathComponent("share")
         try FileManager.default.createDirectory(at: share, withIntermediateDirectories: false)
         chmod(share.path, parentMode)
+        if parentMode & 0o020 != 0 {
+            // Group write counts only with others in the group: a group that is not ours
+            // (nogroup, 65534; only root may hand a directory to it).
+            try #require(chown(share.path, geteuid(), 65534) == 0, "needs root to give the directory another group")
+            chmod(share.path, parentMode)
+        }
         let settings = share.appendingPathComponent("me/postern")
         let error = #expect(throws: TorCoreError.self) { try AssistFiles.updateLimits(in: settings) { _ in } }
         #expect(error?.code == .filesystem)
         #expect(error?.message.contains("\(settings.path) cannot be used: its parent \(share.path) is writable by other users and not sticky") == true,
                 "\(String(describing: error))")
         #expect(try FileManager.default.contentsOfDirectory(atPath: share.path).isEmpty)
+    }
+
+    /// A group-writable parent whose group is this user's own private group with no other member
+    /// (Debian's user private groups with umask 002 make ~/.config 0775) is fine.
+    @Test func aParentWritableByOurOwnPrivateGroupIsAccepted() throws {
+        try #require(PrivateDirectory.isOwnPrivateGroup(getegid()), "this user's group has other members here")
+        let share = directory.appendingPathComponent("share")
+        try FileManager.default.createDirectory(at: share, withIntermediateDirectories: false)
+        try #require(chown(share.path, geteuid(), getegid()) == 0)
+        chmod(share.path, 0o775)
+        try AssistFiles.updateLimits(in: share.appendingPathComponent("me/postern")) { _ in }
+        #expect(mode(share.appendingPathComponent("me/postern")) == 0o700)
     }
 
     /// A sticky parent that others may write (as /tmp) is fine when it is ours or root's.
