@@ -294,14 +294,17 @@ final class BackgroundFetch: @unchecked Sendable {
     private let process = Process()
     private let outFile: URL, errFile: URL
 
-    init(url: String, socks: String, timeout: Int) throws {
+    /// `limitRate` (curl's --limit-rate, e.g. "256k") keeps a download in flight for a test that
+    /// must interrupt it: on an idle loopback the whole blob can arrive between two checks.
+    init(url: String, socks: String, timeout: Int, limitRate: String? = nil) throws {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("postern-fetch-\(UUID().uuidString.prefix(8))")
         outFile = base.appendingPathExtension("out")
         errFile = base.appendingPathExtension("err")
         _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["--silent", "--show-error", "--max-time", "\(timeout)", "--socks5-hostname", socks, url]
+        process.arguments = ["--silent", "--show-error", "--max-time", "\(timeout)", "--socks5-hostname", socks]
+            + (limitRate.map { ["--limit-rate", $0] } ?? []) + [url]
         process.standardOutput = try FileHandle(forWritingTo: outFile)
         process.standardError = try FileHandle(forWritingTo: errFile)
         try process.run()
