@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import PosternTestSupport
-import TransportBase
+@testable import TransportBase
 import TransportTestSupport
 
 /// Another local account against an in-process PT listener (issue #24, item 8): it must not hold
@@ -50,5 +50,24 @@ struct PTListenerClientTests {
         #expect(limiter.refusal(at: start + .seconds(61)) == 5, "the next warning counts the quiet ones")
         #expect(limiter.refusal(at: start + .seconds(62)) == nil)
         #expect(RefusalWarningLimiter.text("refused", quietBefore: 5) == "refused (5 more refused since the last warning)")
+    }
+
+    /// Where this process cannot recognise its own connections (no netlink sock_diag: gVisor, a
+    /// seccomp filter; or no /proc/self/fd), a listener restricted to them does not start, and
+    /// says why (issue #24, item 2), rather than refusing each of tor's connections with a warning
+    /// that does not name the cause.
+    @Test func aListenerThatCannotRecogniseItsClientsDoesNotStart() throws {
+        let blind = SocksAdmission(allowed: [], maximumSessions: 4, clients: .thisProcess) { _ in
+            .unknowable("netlink sock_diag cannot be opened (Protocol not supported)")
+        }
+        let error = #expect(throws: TransportError.self) { _ = try PTSocksServer(transport: CountingPlainTransport(), admission: blind) }
+        #expect(error?.code == .clientCheckUnavailable)
+        #expect(error?.message.contains("Protocol not supported") == true && error?.message.contains("other local accounts") == true,
+                "\(String(describing: error))")
+        // The real check works on this machine, and an open listener needs none.
+        _ = try PTSocksServer(transport: CountingPlainTransport(), admission: .restricted(to: []))
+        _ = try PTSocksServer(transport: CountingPlainTransport(), admission: SocksAdmission(allowed: nil, maximumSessions: 4, clients: .anyLocalUser) { _ in
+            .unknowable("unused")
+        })
     }
 }

@@ -30,9 +30,14 @@ public final class PTSocksServer: Sendable {
     /// pt-spec's open listener; `postern run`'s in-process listeners are restricted to its own
     /// connections and its bridges). Refused clients are warned about through `refusals`, at most
     /// one warning per its interval.
+    ///
+    /// A listener restricted to this process's connections first checks, once, that it can
+    /// recognise them, and throws `client-check-unavailable` when it cannot
+    /// (``SocksAdmission/checkClientsCanBeRecognised()``).
     public init(transport: any PluggableTransport, port: UInt16 = 0, events: TransportEventSink = .discard,
                 dialer: OutboundDialer = .direct, negotiationTimeout: Duration = .seconds(30),
                 admission: SocksAdmission = .open(), refusals: RefusalWarningLimiter = RefusalWarningLimiter()) throws(TransportError) {
+        try admission.checkClientsCanBeRecognised()
         let listener = try LoopbackListener(port: port)
         self.listener = listener
         self.transportName = transport.name
