@@ -94,4 +94,23 @@ struct RunningSessionOwnershipTests {
         #expect(!result.stdout.contains("not running"), "a live process of another account was taken for a dead one: \(result.stdout)")
         #expect(result.stderr.contains("not a session of ours") && result.stderr.contains("belongs to another account"), "\(result.stderr)")
     }
+
+    /// The listener was proven ours, then another account took the port before the app connected
+    /// (issue #24, item 3): the connection is checked before libcurl sends its SOCKS greeting, so
+    /// the stranger receives nothing, not even the greeting, let alone a destination's name.
+    @Test func aConnectionAcceptedByAnotherAccountCarriesNothing() async throws {
+        let account = try OtherLocalAccount.ensure()
+        let stranger = try PeerProcess(script: "echo_peer.py", arguments: ["127.0.0.1", "0"], account: account)
+        defer { stranger.stop() }
+        let port = try await stranger.port()
+        let client = ProxiedHTTPClient(activation: NetworkActivationService(store: nil, readiness: TorManager()))
+        let route = NetworkRoute.tor(try SocksEndpoint(host: "127.0.0.1", port: port))
+        let error = await #expect(throws: AppLayerError.self) {
+            _ = try await client.get(URL(string: "http://relays.example/list.csv")!, route: route, timeout: .seconds(10))
+        }
+        #expect(error?.code == .socksNotOurs, "\(String(describing: error))")
+        #expect(error?.message.contains("relays.example") == false)
+        // The stranger saw the connection and its close, with no byte in it.
+        #expect(try await stranger.waitForLine(prefix: "CLOSED ", timeout: 30) == "0", "\(stranger.output)")
+    }
 }
