@@ -35,7 +35,7 @@ public enum SocketDiagnostics {
         let request = Self.request(family: family, states: allStates, flags: requestFlag,
                                    local: local, remote: remote)
         var found: KernelTCPSocket?
-        try exchange(request) { socket in
+        try exchange(request, isDump: false) { socket in
             if found == nil, socket.localAddress == local.address, socket.localPort == local.port,
                socket.remoteAddress == remote.address, socket.remotePort == remote.port, !socket.isListening {
                 found = socket
@@ -52,7 +52,7 @@ public enum SocketDiagnostics {
         for family in [AF_INET, AF_INET6] {
             let request = Self.request(family: family, states: 1 << UInt32(KernelTCPSocket.listening),
                                        flags: requestFlag | dumpFlags, local: none, remote: none)
-            try exchange(request) { socket in
+            try exchange(request, isDump: true) { socket in
                 if socket.isListening, keep(socket) { kept.append(socket) }
             }
         }
@@ -100,14 +100,13 @@ public enum SocketDiagnostics {
 
     /// Sends `request` to the kernel and hands each socket of its reply to `body`, until the reply
     /// ends (a dump's NLMSG_DONE, or an exact question's one message or error) or ``deadline``.
-    private static func exchange(_ request: [UInt8], _ body: (KernelTCPSocket) -> Void) throws(Unavailable) {
+    private static func exchange(_ request: [UInt8], isDump: Bool, _ body: (KernelTCPSocket) -> Void) throws(Unavailable) {
         let descriptor = Glibc.socket(AF_NETLINK, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), netlinkSockDiag)
         guard descriptor >= 0 else { throw Unavailable("netlink sock_diag cannot be opened (\(String(cString: strerror(errno))))") }
         defer { close(descriptor) }
         let end = ContinuousClock.now + deadline
         let sent = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
         guard sent == request.count else { throw Unavailable("netlink sock_diag refused the question (\(String(cString: strerror(errno))))") }
-        let isDump = request.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 6, as: UInt16.self) } & dumpFlags != 0
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
             let left = end - ContinuousClock.now

@@ -43,6 +43,30 @@ struct KernelTCPSocketTests {
         #expect(try SocketDiagnostics.socket(local: (loopback, listener.port), remote: (loopback, 1)) == nil)
     }
 
+    /// The same over IPv6 ([::1] is a SOCKS endpoint `postern run` may be given).
+    @Test func theServersEndOfAnIPv6ConnectionIsOurs() throws {
+        let flags = Int32(SOCK_STREAM.rawValue)
+        let listener = socket(AF_INET6, flags, 0), client = socket(AF_INET6, flags, 0)
+        defer { close(listener); close(client) }
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_addr = in6addr_loopback
+        var length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+        let connected = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, $0, &length) == 0
+                    && Glibc.connect(client, $0, length) == 0
+            }
+        }
+        try #require(connected, "no IPv6 loopback here: \(String(cString: strerror(errno)))")
+        #expect(LoopbackServerAccount.failure(connected: client) == nil)
+        #expect(LoopbackServerAccount.failure(connected: client, uid: UInt32(geteuid()) &+ 1)?.contains("uid") == true,
+                "another uid's listener was taken for ours")
+        let v6Loopback = try #require(KernelTCPSocket.addressBytes("::1"))
+        let found = try SocketDiagnostics.listeners { $0.accepts(address: v6Loopback, port: UInt16(bigEndian: address.sin6_port)) }
+        #expect(found.count == 1 && found.first?.uid == UInt32(geteuid()), "\(found)")
+    }
+
     @Test func listenersAreFoundByTheAddressTheyTake() throws {
         let listener = try HeldLoopbackPort()
         let loopback: [UInt8] = [127, 0, 0, 1]
