@@ -52,6 +52,12 @@ CURLcode postern_curl_setopt_pointer(CURL *handle, CURLoption option, void *valu
 CURLcode postern_curl_setopt_write_function(CURL *handle, ccurl_write_callback callback) {
     return p_curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, callback);
 }
+CURLcode postern_curl_setopt_opensocket_function(CURL *handle, ccurl_opensocket_callback callback) {
+    return p_curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+CURLcode postern_curl_setopt_sockopt_function(CURL *handle, ccurl_sockopt_callback callback) {
+    return p_curl_easy_setopt(handle, CURLOPT_SOCKOPTFUNCTION, callback);
+}
 CURLcode postern_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) { return p_curl_easy_getinfo(handle, info, value); }
 CURLcode postern_curl_getinfo_socket(CURL *handle, curl_socket_t *value) {
     return p_curl_easy_getinfo(handle, CURLINFO_ACTIVESOCKET, value);

@@ -16,6 +16,9 @@ extension AppLayerError.Code {
     /// The connection waited for Tor the maximum number of times and stays closed.
     public static let gaveUpWaitingForTor = Self("gave-up-waiting-for-tor")
     public static let invalidURL = Self("invalid-url")
+    /// The connection to the SOCKS listener was accepted by another account's socket (the session's
+    /// port was taken after it was proven ours): closed before anything was sent.
+    public static let socksNotOurs = Self("socks-not-ours")
     /// A .onion destination with the Tor preference off: refused, never resolved.
     public static let onionNeedsTor = Self("onion-needs-tor")
     public static let transport = Self("transport")

@@ -8,6 +8,9 @@ import PosternCore
 /// rule): the request thread, or the WebSocket connection's own thread.
 final class CurlHandle: @unchecked Sendable {
     let pointer: UnsafeMutableRawPointer
+    /// Set for a Tor route: connects to the SOCKS listener and proves it ours (held here, as
+    /// libcurl keeps only a pointer to it).
+    private var socksConnector: OwnSocksConnector?
 
     /// libcurl is opened on first use (Sources/CCurl): nil, or why it could not be.
     private static let loadFailure: String? = postern_curl_load().map { String(cString: $0) }
@@ -36,6 +39,15 @@ final class CurlHandle: @unchecked Sendable {
         }
     }
 
+    /// ``check(_:_:)`` for a transfer: a connection refused because the SOCKS listener is not
+    /// ours is reported as that (`socks-not-ours`), not as libcurl's "could not connect".
+    func checkTransfer(_ code: CURLcode, _ what: String) throws(AppLayerError) {
+        if code != CURLE_OK, let refusal = socksConnector?.lastRefusal {
+            throw AppLayerError(.socksNotOurs, kind: .blocked, "\(what): \(refusal)")
+        }
+        try Self.check(code, what)
+    }
+
     func set(_ option: CURLoption, _ value: Int) throws(AppLayerError) {
         try Self.check(ccurl_setopt_long(pointer, option, value), "curl option \(option.rawValue)")
     }
@@ -61,10 +73,16 @@ final class CurlHandle: @unchecked Sendable {
             // Distinct credentials per destination: IsolateSOCKSAuth puts each on its own circuit.
             try set(CURLOPT_PROXYUSERNAME, isolation)
             try set(CURLOPT_PROXYPASSWORD, "postern")
+            let connector = OwnSocksConnector(timeout: Self.socksConnectTimeout)
+            try connector.install(on: pointer)
+            socksConnector = connector
         case .direct:
             try set(CURLOPT_PROXY, "")
         }
     }
+
+    /// How long the connection to the SOCKS listener (on this machine) may take.
+    static let socksConnectTimeout: Duration = .seconds(10)
 
     /// A .onion name only means something to tor: resolving it directly would send the name to the
     /// system resolver in the clear (a leak) and fail anyway.

@@ -78,7 +78,7 @@ public struct ProxiedHTTPClient: Sendable {
         if sink.exceeded {
             throw AppLayerError(.tooLarge, "response larger than \(maximumBytes) bytes")
         }
-        try CurlHandle.check(code, "GET over \(route)")
+        try handle.checkTransfer(code, "GET over \(route)")
         var status = 0
         try CurlHandle.check(ccurl_getinfo_long(handle.pointer, CURLINFO_RESPONSE_CODE, &status), "response code")
         return HTTPResponse(status: status, body: sink.data)

@@ -87,7 +87,7 @@ public final class WebSocketConnection: @unchecked Sendable {
             try handle.set(CURLOPT_SSL_VERIFYPEER, 1)
             try handle.set(CURLOPT_SSL_VERIFYHOST, 2)
             if let certificateAuthorityFile { try handle.set(CURLOPT_CAINFO, certificateAuthorityFile) }
-            try CurlHandle.check(curl_easy_perform(handle.pointer), "WebSocket connect to \(host):\(port) over \(route)")
+            try handle.checkTransfer(curl_easy_perform(handle.pointer), "WebSocket connect to \(host):\(port) over \(route)")
             var socket: curl_socket_t = -1
             try CurlHandle.check(ccurl_getinfo_socket(handle.pointer, &socket), "active socket")
             let leftover = try handshake(handle: handle, socket: socket, url: url, host: hostPart, port: port,

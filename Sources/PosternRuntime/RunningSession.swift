@@ -18,20 +18,31 @@ public struct RunningSession: Sendable, TorReadinessSource {
     /// the SOCKS listener the file names, under our uid. When it does not (a stale file whose pid
     /// was reused, another account on the port), this throws instead of returning nil, so that a
     /// caller neither attaches to that port nor starts a tor of its own beside it without being told.
+    /// A pid we may not signal (EPERM: another account's process, as a user without privilege
+    /// sees it) is such a process too, not a dead one.
     public static func find(statusFile: URL) throws(SessionError) -> RunningSession? {
-        guard let record = try? RunStatusRecord.read(from: statusFile), record.pid > 0, kill(record.pid, 0) == 0,
+        guard let record = try? RunStatusRecord.read(from: statusFile), record.pid > 0,
               let socks = try? SocksEndpoint(parsing: record.socks) else { return nil }
-        if let failure = SocksListenerOwnership.failure(pid: record.pid, socks: socks) {
-            throw SessionError(.unprovenSession, kind: .failure,
-                               "\(statusFile.path) names process \(record.pid) with socks5 \(socks), but that is not a session of ours (\(failure)); not using it. If no 'postern run' of yours is running, remove the file")
+        let failure: String
+        switch ProcessPresence.of(record.pid) {
+        case .gone:
+            return nil
+        case .anotherAccounts:
+            failure = "process \(record.pid) belongs to another account"
+        case .signalable:
+            guard let unproven = SocksListenerOwnership.failure(pid: record.pid, socks: socks) else {
+                return RunningSession(statusFile: statusFile, pid: record.pid, socks: socks)
+            }
+            failure = unproven
         }
-        return RunningSession(statusFile: statusFile, pid: record.pid, socks: socks)
+        throw SessionError(.unprovenSession, kind: .failure,
+                           "\(statusFile.path) names process \(record.pid) with socks5 \(socks), but that is not a session of ours (\(failure)); not using it. If no 'postern run' of yours is running, remove the file")
     }
 
     /// The latest status the session published, nil once it stopped, and nil when its SOCKS
     /// listener is no longer provably its own (asked before every connection through it).
     public var record: RunStatusRecord? {
-        guard let record = try? RunStatusRecord.read(from: statusFile), record.pid == pid, kill(pid, 0) == 0,
+        guard let record = try? RunStatusRecord.read(from: statusFile), record.pid == pid, ProcessPresence.of(pid) == .signalable,
               SocksListenerOwnership.failure(pid: pid, socks: socks) == nil else { return nil }
         return record
     }

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import PosternTestSupport
-import TransportBase
+@testable import TransportBase
 import TransportTestSupport
 
 /// Another local account against an in-process PT listener (issue #24, item 8): it must not hold
@@ -50,5 +50,50 @@ struct PTListenerClientTests {
         #expect(limiter.refusal(at: start + .seconds(61)) == 5, "the next warning counts the quiet ones")
         #expect(limiter.refusal(at: start + .seconds(62)) == nil)
         #expect(RefusalWarningLimiter.text("refused", quietBefore: 5) == "refused (5 more refused since the last warning)")
+    }
+
+    /// A stranger connecting now and then must not hide tor's own refusals (issue #24, item 5):
+    /// each has its own warning limit, so a failed negotiation of this process's connection is
+    /// warned about although a stranger was refused a moment before.
+    @Test func aStrangersRefusalDoesNotHideTorsOwn() async throws {
+        let account = try OtherLocalAccount.ensure()
+        let warnings = Mutex<[String]>([])
+        let events = TransportEventSink { event in
+            if event.kind == .clientRejected, event.severity == .warning { warnings.withLock { $0.append(event.message) } }
+        }
+        let server = try PTSocksServer(transport: CountingPlainTransport(), events: events, admission: .restricted(to: []))
+        defer { server.stop() }
+        let stranger = try PeerProcess(script: "socks_slot_holder.py", arguments: ["127.0.0.1", "\(server.port)", "1"], account: account)
+        defer { stranger.stop() }
+        #expect(try await stranger.waitForLine(prefix: "RESULT ", timeout: 60) == "held=0 refused=1")
+
+        // This process's client speaks SOCKS 4: its negotiation fails, and the listener closes it.
+        let ours = try await RawSocksClient.connect(to: server.endpoint)
+        try await ours.socket.write([4, 1, 0, 80, 127, 0, 0, 1, 0])
+        #expect(try await ours.socket.read(maximumCount: 16).isEmpty, "the listener answered a SOCKS 4 request")
+        // Both were warned about before their closes, which both clients have seen.
+        let seen = warnings.withLock { $0 }
+        #expect(seen.count == 2, "\(seen)")
+        #expect(seen.first?.contains("not this process's") == true, "\(seen)")
+        #expect(seen.last?.contains("SOCKS version 4") == true, "tor's refusal was not warned about: \(seen)")
+    }
+
+    /// Where this process cannot recognise its own connections (no netlink sock_diag: gVisor, a
+    /// seccomp filter; or no /proc/self/fd), a listener restricted to them does not start, and
+    /// says why (issue #24, item 2), rather than refusing each of tor's connections with a warning
+    /// that does not name the cause.
+    @Test func aListenerThatCannotRecogniseItsClientsDoesNotStart() throws {
+        let blind = SocksAdmission(allowed: [], maximumSessions: 4, clients: .thisProcess) { _ in
+            .unknowable("netlink sock_diag cannot be opened (Protocol not supported)")
+        }
+        let error = #expect(throws: TransportError.self) { _ = try PTSocksServer(transport: CountingPlainTransport(), admission: blind) }
+        #expect(error?.code == .clientCheckUnavailable)
+        #expect(error?.message.contains("Protocol not supported") == true && error?.message.contains("other local accounts") == true,
+                "\(String(describing: error))")
+        // The real check works on this machine, and an open listener needs none.
+        _ = try PTSocksServer(transport: CountingPlainTransport(), admission: .restricted(to: []))
+        _ = try PTSocksServer(transport: CountingPlainTransport(), admission: SocksAdmission(allowed: nil, maximumSessions: 4, clients: .anyLocalUser) { _ in
+            .unknowable("unused")
+        })
     }
 }

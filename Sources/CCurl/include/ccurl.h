@@ -22,6 +22,12 @@ typedef size_t (*ccurl_write_callback)(char *data, size_t size, size_t count, vo
 
 CURLcode postern_curl_setopt_write_function(CURL *handle, ccurl_write_callback callback);
 
+typedef curl_socket_t (*ccurl_opensocket_callback)(void *context, curlsocktype purpose, struct curl_sockaddr *address);
+typedef int (*ccurl_sockopt_callback)(void *context, curl_socket_t socket, curlsocktype purpose);
+
+CURLcode postern_curl_setopt_opensocket_function(CURL *handle, ccurl_opensocket_callback callback);
+CURLcode postern_curl_setopt_sockopt_function(CURL *handle, ccurl_sockopt_callback callback);
+
 static inline CURLcode ccurl_setopt_long(CURL *handle, CURLoption option, long value) {
     return postern_curl_setopt_long(handle, option, value);
 }
@@ -33,6 +39,12 @@ static inline CURLcode ccurl_setopt_pointer(CURL *handle, CURLoption option, voi
 }
 static inline CURLcode ccurl_setopt_write_function(CURL *handle, ccurl_write_callback callback) {
     return postern_curl_setopt_write_function(handle, callback);
+}
+static inline CURLcode ccurl_setopt_opensocket_function(CURL *handle, ccurl_opensocket_callback callback) {
+    return postern_curl_setopt_opensocket_function(handle, callback);
+}
+static inline CURLcode ccurl_setopt_sockopt_function(CURL *handle, ccurl_sockopt_callback callback) {
+    return postern_curl_setopt_sockopt_function(handle, callback);
 }
 static inline CURLcode ccurl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return postern_curl_getinfo_long(handle, info, value);

@@ -28,11 +28,19 @@ public final class PTSocksServer: Sendable {
     /// `dialer` is how the transport reaches bridges (directly, or through tor's upstream proxy).
     /// `admission` says which clients, which destinations and how many sessions at once (default:
     /// pt-spec's open listener; `postern run`'s in-process listeners are restricted to its own
-    /// connections and its bridges). Refused clients are warned about through `refusals`, at most
-    /// one warning per its interval.
+    /// connections and its bridges). Refused negotiations and sessions over the cap are warned
+    /// about through `refusals`, connections that are not this process's through `strangers`,
+    /// each at most one warning per its interval: a stranger connecting now and then must not use
+    /// up the warnings that would show tor's own connections failing.
+    ///
+    /// A listener restricted to this process's connections first checks, once, that it can
+    /// recognise them, and throws `client-check-unavailable` when it cannot
+    /// (``SocksAdmission/checkClientsCanBeRecognised()``).
     public init(transport: any PluggableTransport, port: UInt16 = 0, events: TransportEventSink = .discard,
                 dialer: OutboundDialer = .direct, negotiationTimeout: Duration = .seconds(30),
-                admission: SocksAdmission = .open(), refusals: RefusalWarningLimiter = RefusalWarningLimiter()) throws(TransportError) {
+                admission: SocksAdmission = .open(), refusals: RefusalWarningLimiter = RefusalWarningLimiter(),
+                strangers: RefusalWarningLimiter = RefusalWarningLimiter()) throws(TransportError) {
+        try admission.checkClientsCanBeRecognised()
         let listener = try LoopbackListener(port: port)
         self.listener = listener
         self.transportName = transport.name
@@ -44,7 +52,7 @@ public final class PTSocksServer: Sendable {
                     // Before a slot is taken: a stranger's connection must hold none of tor's.
                     // Warned before the close, so that a client seeing the close finds the warning made.
                     guard admission.admitsClient(client) else {
-                        refusals.warn(events, transport.name, "SOCKS client refused: the connection is not this process's")
+                        strangers.warn(events, transport.name, "SOCKS client refused: the connection is not this process's")
                         client.close()
                         continue
                     }

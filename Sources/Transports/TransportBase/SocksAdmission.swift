@@ -47,10 +47,16 @@ public final class SocksAdmission: Sendable {
     private let allowed: Mutex<Set<Bridge>?>
     private let sessions = Mutex(0)
 
-    private init(allowed: Set<Bridge>?, maximumSessions: Int, clients: Clients) {
+    /// How a connection's client is recognised (the kernel's word; tests put a machine without
+    /// netlink sock_diag in its place).
+    let clientOrigin: @Sendable (Int32) -> LoopbackClientOrigin.Verdict
+
+    init(allowed: Set<Bridge>?, maximumSessions: Int, clients: Clients,
+         clientOrigin: @escaping @Sendable (Int32) -> LoopbackClientOrigin.Verdict = LoopbackClientOrigin.verdict) {
         self.allowed = Mutex(allowed)
         self.maximumSessions = maximumSessions
         self.clients = clients
+        self.clientOrigin = clientOrigin
     }
 
     /// pt-spec's listener: any destination and arguments (the managed `pt-client`).
@@ -83,8 +89,15 @@ public final class SocksAdmission: Sendable {
     func admitsClient(_ connection: TCPSocket) -> Bool {
         switch clients {
         case .anyLocalUser: true
-        case .thisProcess: LoopbackClientOrigin.isThisProcess(connection)
+        case .thisProcess: clientOrigin(connection.descriptor) == .thisProcess
         }
+    }
+
+    /// Throws `client-check-unavailable` when this listener takes only this process's connections
+    /// and this process cannot recognise its own (``LoopbackClientOrigin/selfCheck(recognise:)``):
+    /// failing closed at start with the cause, not refusing every connection later.
+    func checkClientsCanBeRecognised() throws(TransportError) {
+        if case .thisProcess = clients { try LoopbackClientOrigin.selfCheck(recognise: clientOrigin) }
     }
 
     /// Takes a session slot; false when ``maximumSessions`` are open.

@@ -39,4 +39,7 @@ extension TransportError.Code {
     public static let socksProtocol = Self(rawValue: "socks-protocol")
     /// A SOCKS CONNECT to something that is not one of the run's bridges (SocksAdmission).
     public static let destinationNotAllowed = Self(rawValue: "destination-not-allowed")
+    /// This process cannot tell its own loopback connections from other accounts' (no netlink
+    /// sock_diag or /proc/self/fd): a listener restricted to this process's clients does not start.
+    public static let clientCheckUnavailable = Self(rawValue: "client-check-unavailable")
 }
