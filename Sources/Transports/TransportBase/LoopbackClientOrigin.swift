@@ -20,7 +20,9 @@ enum LoopbackClientOrigin {
 
     /// Anything but ``Verdict/thisProcess`` is refused by the caller.
     static func verdict(_ descriptor: Int32) -> Verdict {
-        guard let local = end(of: descriptor, getsockname), let peer = end(of: descriptor, getpeername) else {
+        // The PT listeners bind 127.0.0.1 only: an end that is not IPv4 is nobody we know.
+        guard let local = SocketEnd.local(of: descriptor), let peer = SocketEnd.peer(of: descriptor),
+              local.address.count == 4, peer.address.count == 4 else {
             return .stranger
         }
         let client: KernelTCPSocket?
@@ -72,18 +74,5 @@ enum LoopbackClientOrigin {
         case .stranger: throw failure("its own connection was not found as its own")
         case .unknowable(let why): throw failure(why)
         }
-    }
-
-    private typealias NameCall = (Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?) -> Int32
-
-    /// One end of an IPv4 connection (the PT listeners bind 127.0.0.1 only).
-    private static func end(of descriptor: Int32, _ call: NameCall) -> (address: [UInt8], port: UInt16)? {
-        var address = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let result = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(descriptor, $0, &length) }
-        }
-        guard result == 0, address.sin_family == sa_family_t(AF_INET) else { return nil }
-        return (withUnsafeBytes(of: address.sin_addr) { Array($0) }, UInt16(bigEndian: address.sin_port))
     }
 }
