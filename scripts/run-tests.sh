@@ -105,6 +105,7 @@ wait "$keeper" 2>/dev/null || true
 check "leak check self-test" python3 scripts/check-leaks.py --self-test
 check "citations self-test" python3 scripts/check-citations.py --self-test
 check "every cited file is in the repository, no machine paths" python3 scripts/check-citations.py
+check "README's module graph matches Package.swift" python3 scripts/module-graph.py --check
 check "test bed link model self-test" python3 scripts/testbed-link.py self-test
 check "no bridge secrets in outputs or files" python3 scripts/check-leaks.py --env "$tb_dir/env" "$run_dir/logs" "$run_dir/tmp" "$run_dir/kept"
 
