@@ -5,8 +5,9 @@ of one machine (issue #25: a newcomer must be able to follow every reference).
 Scans Sources, Tests, docs, scripts, Fuzz, Examples (without build output), README.md, Makefile and
 Package.swift for repository paths (docs/..., Sources/..., Tests/..., scripts/..., Fuzz/...,
 Examples/..., patches/...) and checks each exists (a path that ends in '*' or names a build
-directory is a pattern, not a file). Paths under /work/ or ../shared/ are machine paths and always
-fail. Exit 1 with one line per problem. --self-test plants both kinds of problem and expects them
+directory is a pattern, not a file). A path of one machine always fails: one under the checkout's
+own absolute location or its parent's, or a relative path that climbs out of the repository to
+something beside it ('../NAME'). Exit 1 with one line per problem. --self-test plants both kinds of problem and expects them
 found."""
 import os
 import re
@@ -16,7 +17,21 @@ import tempfile
 ROOTS = ["Sources", "Tests", "docs", "scripts", "Fuzz", "Examples", "README.md", "Makefile", "Package.swift"]
 SUFFIXES = (".swift", ".md", ".sh", ".py", ".h", ".c", ".txt", "Makefile", ".yml", "testbed")
 CITED = re.compile(r"(?<![A-Za-z0-9_./-])((?:docs|Sources|Tests|scripts|Fuzz|Examples|patches)/[A-Za-z0-9_./*-]+)")
-MACHINE = re.compile(r"(?<![A-Za-z0-9_.-])(/work/[A-Za-z0-9_./-]+|\.\./shared/[A-Za-z0-9_./-]+)")
+CLIMBING = re.compile(r"(?<![A-Za-z0-9_./-])\.\./([A-Za-z0-9_-][A-Za-z0-9_.-]*)")
+ABSOLUTE = re.compile(r"(?<![A-Za-z0-9_.-])(/[A-Za-z0-9_./-]+)")
+
+
+def machine_paths(line, repo):
+    """Paths in `line` that lead to this machine's checkout or to what lies beside it: the
+    checkout's absolute location or its parent's, and '../NAME' for a NAME beside the checkout and
+    not in it. Derived from where the checkout is, so no machine's path is written here."""
+    checkout = os.path.abspath(repo)
+    beside = os.path.dirname(checkout)
+    found = [path for path in ABSOLUTE.findall(line)
+             if path == checkout or path.startswith(checkout + "/") or (beside != "/" and path.startswith(beside + "/"))]
+    found += ["../" + name for name in CLIMBING.findall(line)
+              if os.path.exists(os.path.join(beside, name)) and not os.path.exists(os.path.join(checkout, name))]
+    return found
 SKIP_DIRS = {".build", ".build-fuzz", ".deps", ".testbed", ".test-output", "Corpus", "Vectors", "vectors", "__pycache__"}
 
 
@@ -41,8 +56,8 @@ def problems(repo):
         with open(path, encoding="utf-8", errors="replace") as handle:
             for number, line in enumerate(handle, 1):
                 where = f"{os.path.relpath(path, repo)}:{number}"
-                for match in MACHINE.finditer(line):
-                    yield f"{where}: a path of one machine: {match.group(1)}"
+                for path_of_machine in machine_paths(line, repo):
+                    yield f"{where}: a path of one machine: {path_of_machine}"
                 for match in CITED.finditer(line):
                     cited = match.group(1).rstrip(".,:;)")
                     if "*" in cited or cited.endswith("/.build") or "/.build/" in cited:
@@ -62,10 +77,10 @@ def self_test():
         with open(os.path.join(repo, "docs", "REAL.md"), "w") as f:
             f.write("see docs/REAL.md and Sources/A/\n")
         with open(os.path.join(repo, "Sources", "A", "a.swift"), "w") as f:
-            f.write("// spec: docs/specs/gone.md\n// notes: /work/shared/docs/x.md\n")
+            f.write("// spec: docs/specs/gone.md\n// notes: " + os.path.join(repo, "notes", "x.md") + "\n")
         found = list(problems(repo))
         assert any("docs/specs/gone.md" in p for p in found), found
-        assert any("/work/shared/docs/x.md" in p for p in found), found
+        assert any(os.path.join(repo, "notes", "x.md") in p for p in found), found
         assert not any("REAL.md" in p for p in found), found
     print("check-citations self-test: both planted problems found, the real citation passed")
 

@@ -187,9 +187,9 @@ def self_test():
         write("tmp/postern-x/bridges.json.tmp-123-456", f"obfs4 127.0.3.2:5002 {'CD' * 20}")
         write("tmp/stock-tor/lock", "")
         write("tmp/stock-tor/notice.log", "new bridge descriptor at 127.0.3.2")
-        write("kept/work/builtin-bridges.txt", f"obfs4 127.0.3.2:5002 {'CD' * 20} cert={cert}\n")
-        os.link(os.path.join(run, "kept/work/builtin-bridges.txt"), os.path.join(run, "kept/work/.dat.nosync01.abc"))
-        write("kept/work/capture.pcapng", f"fingerprint={'CD' * 20}")
+        write("kept/batch/builtin-bridges.txt", f"obfs4 127.0.3.2:5002 {'CD' * 20} cert={cert}\n")
+        os.link(os.path.join(run, "kept/batch/builtin-bridges.txt"), os.path.join(run, "kept/batch/.dat.nosync01.abc"))
+        write("kept/batch/capture.pcapng", f"fingerprint={'CD' * 20}")
         leaks, _, _ = scan([run], secrets)
         if leaks:
             failures.append(f"a clean tree reported leaks: {leaks}")
@@ -200,7 +200,7 @@ def self_test():
             ("tmp/postern-y/output.txt", f"cert={cert}", "cert"),
             ("tmp/stock-tor-without-a-lock/notice.log", "127.0.3.2:5002", "address"),
             ("tmp/postern-x/bridges.json.bak", f"{'CD' * 20}", "fingerprint"),
-            ("kept/work/.dat.nosync02.def", f"cert={cert}", "cert"),
+            ("kept/batch/.dat.nosync02.def", f"cert={cert}", "cert"),
             ("logs/webtunnel.log", "GET /wt-0123456789abcdef HTTP/1.1", "webtunnel path"),
         ]:
             write(relative, text)
