@@ -37,7 +37,7 @@ func checkOutcome(_ step: ManagedClientHandshake.Step) {
         }
         fuzzCheck(errors.keys.allSatisfy(requested.contains), "an unrequested transport's error was kept")
         fuzzCheck(errors.values.allSatisfy { $0.utf8.count <= 200 }, "an error message is unbounded")
-    case .failed(let reason):
+    case .failed(let reason), .proxyNotAccepted(let reason):
         fuzzCheck(reason.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F } && reason.utf8.count <= 300, "a failure reason is not bounded ASCII")
     }
 }

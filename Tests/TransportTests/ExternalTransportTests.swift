@@ -1,5 +1,7 @@
 import Foundation
+import Synchronization
 import Testing
+import PosternTestSupport
 import TransportBase
 import TransportTestSupport
 
@@ -269,9 +271,93 @@ import TransportTestSupport
         var proxied = ManagedClientHandshake(requested: [TransportName("obfs4")!], proxyRequested: true)
         _ = proxied.consume(Array("VERSION 1".utf8))
         _ = proxied.consume(Array("CMETHOD obfs4 socks5 127.0.0.1:4000".utf8))
-        guard case .failed(let reason) = proxied.consume(Array("CMETHODS DONE".utf8)) else { Issue.record("missing PROXY DONE accepted"); return }
+        guard case .proxyNotAccepted(let reason) = proxied.consume(Array("CMETHODS DONE".utf8)) else { Issue.record("missing PROXY DONE accepted"); return }
         #expect(reason.contains("PROXY DONE"))
         var wrongVersion = ManagedClientHandshake(requested: [TransportName("obfs4")!], proxyRequested: false)
         guard case .failed = wrongVersion.consume(Array("VERSION 2".utf8)) else { Issue.record("VERSION 2 accepted"); return }
+    }
+
+    /// Issue #24, item 9: obfs4proxy's pt-spec listener is open to every local account, and before
+    /// the egress gate another account could ask it for an obfs4 connection to any address. Now the
+    /// plugin's own connections go through Postern's gate, which lets it reach only the bridges
+    /// Postern dialled: Postern's dial still works, the stranger's is refused, and the address it
+    /// asked for sees no connection.
+    @Test(.enabled(if: OtherLocalAccount.isAvailable, "needs root to create a second local account"))
+    func anotherAccountCannotUseThePluginsListenerToReachOtherAddresses() async throws {
+        let account = try OtherLocalAccount.ensure()
+        let echo = try LoopbackPeer(.echo)
+        defer { echo.stop() }
+        let server = try await Obfs4ProxyServer(orPort: echo.port, iatMode: 0)
+        defer { server.stop() }
+        let plugin = client("/usr/bin/obfs4proxy", timeout: .seconds(20))
+        #expect(plugin.narrowsEgress)
+        let transport = ExternalTransport(name: TransportName("obfs4")!, client: plugin, dialTimeout: .seconds(20))
+        let connection = try await transport.prepareDial(arguments: server.arguments).dial(server.endpoint, context: DialContext())
+        try await connection.write(Array("ours".utf8))
+        #expect(try await connection.read(maximumCount: 16) == Array("ours".utf8))
+        connection.close()
+        #expect(plugin.egressNotice == nil, "obfs4proxy accepts TOR_PT_PROXY")
+
+        // Somewhere nobody permitted: a listener of the test's that notes every connection.
+        let elsewhere = try LoopbackListener()
+        let reached = Mutex(false)
+        let watcher = Task {
+            while let accepted = try? await elsewhere.accept() {
+                reached.withLock { $0 = true }
+                accepted.close()
+            }
+        }
+        defer { elsewhere.close(); watcher.cancel() }
+        let listener = try await plugin.endpoint(for: TransportName("obfs4")!)
+        let credentials = try #require(try ExternalTransport.socksCredentials(for: server.arguments))
+        let stranger = try PeerProcess(script: "socks_connect_probe.py",
+                                       arguments: ["127.0.0.1", "\(listener.port)", credentials.username, "-", "127.0.0.1", "\(elsewhere.port)"],
+                                       account: account)
+        defer { stranger.stop() }
+        var result: String?
+        let deadline = ContinuousClock.now + .seconds(60)
+        while result == nil, !reached.withLock({ $0 }), ContinuousClock.now < deadline {
+            result = try? await stranger.waitForLine(prefix: "RESULT ", timeout: 0.5)
+        }
+        // A connection the plugin might still be making gets a moment to arrive.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!reached.withLock { $0 }, "another account reached an address nobody permitted through the plugin")
+        #expect(result != nil && result != "reply=0", "the stranger's CONNECT: \(result ?? "no answer")")
+        await plugin.stop()
+    }
+
+    /// A plugin that ignores `TOR_PT_PROXY` (no `PROXY DONE`) still runs, started again without the
+    /// gate, and the notice says its listener stays open; the first start had the gate as its proxy.
+    @Test func aPluginIgnoringTheEgressGateRunsWithoutItAndSaysSo() async throws {
+        let dump = directory.appendingPathComponent("starts.txt").path
+        let sleeper = Self.uniqueSleep()
+        let path = try script("no-proxy.sh", "{ env | grep '^TOR_PT_PROXY=' || echo none; } >> '\(dump)'\necho VERSION 1\necho 'CMETHOD obfs4 socks5 127.0.0.1:1'\necho CMETHODS DONE\nexec \(sleeper)")
+        let plugin = client(path)
+        let transport = ExternalTransport(name: TransportName("obfs4")!, client: plugin, dialTimeout: .seconds(3))
+        let notices = Mutex<[String]>([])
+        let context = DialContext(events: TransportEventSink { event in
+            if event.kind == .egressUnrestricted { notices.withLock { $0.append(event.message) } }
+        })
+        // Port 1 refuses; the dial fails, but only after the plugin has started.
+        let bridge = try TransportEndpoint(parsing: "127.0.0.1:9")
+        _ = try? await transport.prepareDial(arguments: TransportArguments()).dial(bridge, context: context)
+        _ = try? await transport.prepareDial(arguments: TransportArguments()).dial(bridge, context: context)
+        let starts = try String(contentsOfFile: dump, encoding: .utf8).split(separator: "\n").map(String.init)
+        #expect(starts.count == 2, "\(starts)")
+        #expect(starts.first?.hasPrefix("TOR_PT_PROXY=socks5://127.0.0.1:") == true, "\(starts)")
+        #expect(starts.last == "none", "\(starts)")
+        #expect(plugin.egressNotice?.contains("other local accounts") == true)
+        #expect(notices.withLock { $0 }.count == 1, "the notice is given once per start: \(notices.withLock { $0 })")
+        await plugin.stop()
+        try await expectNoProcess(matching: sleeper)
+    }
+
+    /// Plugins whose transports connect elsewhere than the SOCKS target get no gate (it would refuse
+    /// their broker or front) and keep pt-spec's listener.
+    @Test func onlyBridgeAddressedTransportsAreNarrowed() {
+        #expect(client("/bin/true", names: ["obfs4", "obfs3"]).narrowsEgress)
+        #expect(!client("/bin/true", names: ["obfs4", "meek_lite"]).narrowsEgress)
+        #expect(!client("/bin/true", names: ["snowflake"]).narrowsEgress)
+        #expect(!client("/bin/true", names: ["webtunnel"]).narrowsEgress)
     }
 }

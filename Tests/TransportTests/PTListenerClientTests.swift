@@ -96,4 +96,32 @@ struct PTListenerClientTests {
             .unknowable("unused")
         })
     }
+
+    /// An external plugin's egress gate (issue #24, item 9) takes only the plugin's connections:
+    /// none before the plugin is known, this process's once it is named, and not another process's.
+    @Test func aChildProcessListenerTakesOnlyThatProcess() async throws {
+        let echo = try LoopbackPeer(.echo)
+        defer { echo.stop() }
+        let target = try TransportEndpoint(parsing: "127.0.0.1:\(echo.port)")
+        let child = SocksAdmission.ChildProcessReference()
+        let server = try PTSocksServer(transport: CountingPlainTransport(),
+                                       admission: .restricted(to: [SocksAdmission.Bridge(endpoint: target, arguments: TransportArguments(["cert": "c1"]))],
+                                                              clients: .childProcess(child)))
+        defer { server.stop() }
+        func served() async throws -> Bool {
+            var client = try await RawSocksClient.connect(to: server.endpoint)
+            guard let reply = try? await client.open(arguments: "cert=c1", target: target) else { return false }
+            return reply.reply == 0
+        }
+        #expect(try await served() == false, "taken before the child was named")
+        let sleeper = Process()
+        sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        sleeper.arguments = ["30"]
+        try sleeper.run()
+        defer { sleeper.terminate() }
+        child.adopt(sleeper.processIdentifier)
+        #expect(try await served() == false, "another process's connection was taken")
+        child.adopt(getpid())
+        #expect(try await served() == true, "the named process's connection was refused")
+    }
 }

@@ -7,7 +7,8 @@
 /// in the RFC 1929 user name, split after 255 bytes into the password (a lone NUL when they fit),
 /// no authentication when there are none; then CONNECT to the bridge's IP:port. The plugin's reply
 /// comes after its own handshake (obfs4proxy) or at once (snowflake-client); `dialTimeout` bounds
-/// both. The arguments never appear in argv, the environment or an error.
+/// both. The arguments never appear in argv, the environment or an error. The bridge's address is
+/// permitted through the plugin's egress gate first (``ManagedPluginClient/permitEgress(to:)``).
 public struct ExternalTransport: PluggableTransport {
     public let name: TransportName
     public let client: ManagedPluginClient
@@ -67,7 +68,12 @@ public struct ExternalTransport: PluggableTransport {
 
     private func dialThroughPlugin(_ endpoint: TransportEndpoint, configuration: TransportArguments,
                                    context: DialContext) async throws -> any TransportConnection {
+        // Before the plugin is asked: with an egress gate, the plugin reaches nothing else.
+        client.permitEgress(to: endpoint)
         let plugin = try await client.endpoint(for: name, proxy: context.dialer.proxy)
+        if let notice = client.takeEgressNotice() {
+            context.events.emit(TransportEvent(kind: .egressUnrestricted, severity: .notice, transport: name, message: notice))
+        }
         let proxy: UpstreamProxy
         if let credentials = try Self.socksCredentials(for: configuration) {
             proxy = try UpstreamProxy(endpoint: plugin, username: credentials.username, password: credentials.password)

@@ -19,7 +19,12 @@ enum LoopbackClientOrigin {
     }
 
     /// Anything but ``Verdict/thisProcess`` is refused by the caller.
-    static func verdict(_ descriptor: Int32) -> Verdict {
+    static func verdict(_ descriptor: Int32) -> Verdict { verdict(descriptor, heldBy: 0) }
+
+    /// The same question for a connection that process `pid` (0: this one) must have opened, e.g.
+    /// the external plugin whose egress gate this is; ``Verdict/thisProcess`` then means "that
+    /// process's". The plugin runs under our uid, which is checked first.
+    static func verdict(_ descriptor: Int32, heldBy pid: Int32) -> Verdict {
         // The PT listeners bind 127.0.0.1 only: an end that is not IPv4 is nobody we know.
         guard let local = SocketEnd.local(of: descriptor), let peer = SocketEnd.peer(of: descriptor),
               local.address.count == 4, peer.address.count == 4 else {
@@ -33,7 +38,7 @@ enum LoopbackClientOrigin {
         }
         guard let client else { return .stranger }
         // The uid first: a stranger's connection is refused without a walk through our descriptors.
-        return client.uid == UInt32(geteuid()) && ProcessDescriptors.holdsSocket(pid: 0, inode: client.inode) ? .thisProcess : .stranger
+        return client.uid == UInt32(geteuid()) && ProcessDescriptors.holdsSocket(pid: pid, inode: client.inode) ? .thisProcess : .stranger
     }
 
     /// Proves once, before a listener relies on it, that this process's own loopback connection is

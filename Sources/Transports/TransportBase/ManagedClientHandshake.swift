@@ -20,6 +20,9 @@ public struct ManagedClientHandshake: Sendable {
         case needMore
         case configured(methods: [TransportName: TransportEndpoint], errors: [TransportName: String])
         case failed(String)
+        /// The plugin refused the upstream proxy (`PROXY-ERROR`) or ignored it (no `PROXY DONE`
+        /// before `CMETHODS DONE`); a failure the caller may answer by starting it without one.
+        case proxyNotAccepted(String)
     }
 
     private enum State { case launched, acceptingMethods, done }
@@ -74,7 +77,9 @@ public struct ManagedClientHandshake: Sendable {
                 guard rest == "DONE" else { return .needMore }
                 sawProxyDone = true
                 return .needMore
-            case "PROXY-ERROR": return fail("cannot use the upstream proxy (PROXY-ERROR \(Self.clean(rest)))")
+            case "PROXY-ERROR":
+                state = .done
+                return .proxyNotAccepted("cannot use the upstream proxy (PROXY-ERROR \(Self.clean(rest)))")
             case "CMETHOD-ERROR":
                 guard words.count >= 2, let name = TransportName(words[1]) else { return .needMore }
                 errors[name] = Self.clean(words.dropFirst(2).joined(separator: " "))
@@ -96,7 +101,8 @@ public struct ManagedClientHandshake: Sendable {
             case "CMETHODS":
                 guard rest == "DONE" else { return .needMore }
                 if proxyRequested && !sawProxyDone {
-                    return fail("did not accept the upstream proxy (no PROXY DONE before CMETHODS DONE)")
+                    state = .done
+                    return .proxyNotAccepted("did not accept the upstream proxy (no PROXY DONE before CMETHODS DONE)")
                 }
                 state = .done
                 for name in requested where methods[name] == nil && errors[name] == nil {

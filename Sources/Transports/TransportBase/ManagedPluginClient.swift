@@ -16,6 +16,11 @@ import Synchronization
 ///   process per attempt.
 /// - Environment: only `PATH`, `HOME`, `LANG`, `TMPDIR` of ours plus the `TOR_PT_*` variables; proxy
 ///   variables of the environment never reach it (`TOR_PT_PROXY` is the only way it gets one).
+/// - Egress: a plugin whose transports all connect to the bridge's own address (obfs4 and its
+///   kin) gets a ``PluginEgressGate`` as `TOR_PT_PROXY`, so that its pt-spec listener, open to every
+///   local account, reaches only the destinations Postern permitted (``permitEgress(to:)``). A
+///   plugin that refuses or ignores `TOR_PT_PROXY` is started again without it (when the user has no
+///   proxy of their own) and stays open: ``egressNotice`` says so.
 /// - `start` has a deadline (`startTimeout`): a plugin that hangs, never says `CMETHODS DONE`,
 ///   prints garbage or exits is killed (its whole process group) and the error names the plugin.
 /// - Orphans: stdin is a pipe only we hold (`TOR_PT_EXIT_ON_STDIN_CLOSE=1`: the plugin exits when
@@ -51,6 +56,16 @@ public final class ManagedPluginClient: Sendable {
     public let startTimeout: Duration
     public let retryDelay: Duration
 
+    /// The destinations the plugin may reach and its process, for its egress gate; kept across
+    /// restarts of the plugin.
+    private let egressAdmission: SocksAdmission
+    private let egressProcess = SocksAdmission.ChildProcessReference()
+
+    /// Whether this plugin is given an egress gate: all its transports connect to the SOCKS target.
+    public var narrowsEgress: Bool {
+        definition.names.allSatisfy { PluginEgressGate.bridgeAddressedTransports.contains($0.rawValue) }
+    }
+
     private enum State {
         case idle
         case starting(Task<Running, any Error>)
@@ -63,6 +78,26 @@ public final class ManagedPluginClient: Sendable {
         self.definition = definition
         self.startTimeout = startTimeout
         self.retryDelay = retryDelay
+        egressAdmission = .restricted(to: [], clients: .childProcess(egressProcess))
+    }
+
+    /// Lets the plugin's next connections reach `endpoint` (a bridge about to be dialled through it).
+    /// Without it, a plugin with an egress gate cannot connect there.
+    public func permitEgress(to endpoint: TransportEndpoint) {
+        egressAdmission.permit(SocksAdmission.Bridge(endpoint: endpoint, arguments: TransportArguments()))
+    }
+
+    /// Set while the plugin runs without the egress gate its transports would get (it refused or
+    /// ignored `TOR_PT_PROXY`): what that means, for the user. Never names a bridge.
+    public var egressNotice: String? {
+        if case .running(let running) = state.withLock({ $0 }) { return running.egressNotice }
+        return nil
+    }
+
+    /// ``egressNotice``, once per start of the plugin (for a dial to report without repeating it).
+    public func takeEgressNotice() -> String? {
+        guard case .running(let running) = state.withLock({ $0 }), let notice = running.egressNotice else { return nil }
+        return running.noticeTaken.exchange(true, ordering: .relaxed) ? nil : notice
     }
 
     deinit {
@@ -94,7 +129,8 @@ public final class ManagedPluginClient: Sendable {
                 throw error
             default:
                 let definition = definition, timeout = startTimeout
-                let task = Task { try await Self.start(definition, proxy: proxy, timeout: timeout) }
+                let egress = narrowsEgress ? Egress(admission: egressAdmission, process: egressProcess) : nil
+                let task = Task { try await Self.start(definition, proxy: proxy, egress: egress, timeout: timeout) }
                 state = .starting(task)
                 return task
             }
@@ -139,7 +175,37 @@ public final class ManagedPluginClient: Sendable {
         TransportError(code: code, kind: code == .pluginTimedOut ? .timeout : .internal, message: "\(definition.label) \(reason)")
     }
 
-    private static func start(_ definition: Definition, proxy: UpstreamProxy?, timeout: Duration) async throws -> Running {
+    /// What a start needs to give the plugin an egress gate.
+    private struct Egress: Sendable {
+        let admission: SocksAdmission
+        let process: SocksAdmission.ChildProcessReference
+    }
+
+    private static func start(_ definition: Definition, proxy: UpstreamProxy?, egress: Egress?, timeout: Duration) async throws -> Running {
+        guard let egress else { return try await launch(definition, proxy: proxy, gate: nil, egress: nil, timeout: timeout) }
+        let gate = try PluginEgressGate(admission: egress.admission, upstream: proxy)
+        do {
+            return try await launch(definition, proxy: gate.proxy, gate: gate, egress: egress, timeout: timeout)
+        } catch let refusal as ProxyNotAccepted {
+            gate.stop()
+            // The user's own proxy cannot be dropped: without it the plugin would not go through it.
+            guard proxy == nil else { throw fail(definition, refusal.reason, code: .pluginProtocol) }
+            let running = try await launch(definition, proxy: nil, gate: nil, egress: nil, timeout: timeout)
+            running.egressNotice = "\(definition.label) does not accept an upstream proxy (TOR_PT_PROXY), so its SOCKS listener on 127.0.0.1 can take other local accounts' connections to any address"
+            return running
+        } catch {
+            gate.stop()
+            throw error
+        }
+    }
+
+    /// The plugin refused or ignored the egress gate as its upstream proxy.
+    private struct ProxyNotAccepted: Error {
+        let reason: String
+    }
+
+    private static func launch(_ definition: Definition, proxy: UpstreamProxy?, gate: PluginEgressGate?, egress: Egress?,
+                               timeout: Duration) async throws -> Running {
         var info = stat()
         guard stat(definition.executable, &info) == 0 else {
             throw fail(definition, "cannot be started: \(String(cString: strerror(errno)))", code: .pluginNotFound)
@@ -185,7 +251,8 @@ public final class ManagedPluginClient: Sendable {
             try? await Task.sleep(for: pause)
             pause = min(pause * 2, .milliseconds(200))
         }
-        let running = Running(pid: child.pid, stdinDescriptor: child.stdinDescriptor)
+        egress?.process.adopt(child.pid)
+        let running = Running(pid: child.pid, stdinDescriptor: child.stdinDescriptor, gate: gate)
         if let code = child.execErrno {
             Glibc.close(child.stdoutDescriptor)
             running.terminate(grace: .zero)
@@ -209,6 +276,11 @@ public final class ManagedPluginClient: Sendable {
             running.terminate(grace: .zero)
             await running.waitUntilReaped()
             throw fail(definition, reason, code: code)
+        case .proxyNotAccepted(let reason):
+            running.terminate(grace: .zero)
+            await running.waitUntilReaped()
+            if gate != nil { throw ProxyNotAccepted(reason: reason) }
+            throw fail(definition, reason, code: .pluginProtocol)
         }
     }
 
@@ -221,9 +293,14 @@ public final class ManagedPluginClient: Sendable {
         // Written once by `start` before the value is shared.
         nonisolated(unsafe) var methods: [TransportName: TransportEndpoint] = [:]
         nonisolated(unsafe) var errors: [TransportName: String] = [:]
+        nonisolated(unsafe) var egressNotice: String?
+        let noticeTaken = Atomic(false)
+        /// Stopped when the plugin has ended: it serves no one else.
+        private let gate: PluginEgressGate?
 
-        init(pid: Int32, stdinDescriptor: Int32) {
+        init(pid: Int32, stdinDescriptor: Int32, gate: PluginEgressGate? = nil) {
             self.pid = pid
+            self.gate = gate
             self.stdinDescriptor = Mutex(stdinDescriptor)
             let thread = Thread { [self] in reap() }
             thread.name = "postern-plugin-reaper"
@@ -241,6 +318,7 @@ public final class ManagedPluginClient: Sendable {
             var status: Int32 = 0
             _ = try? SystemCall.retrying("waitpid") { waitpid(pid, &status, 0) }
             closeStdin()
+            gate?.stop()
             let waiters = exit.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.status = status
                 defer { state.waiters = [] }
@@ -286,6 +364,7 @@ public final class ManagedPluginClient: Sendable {
         enum Outcome: Sendable {
             case configured([TransportName: TransportEndpoint], [TransportName: String])
             case failed(String, TransportError.Code)
+            case proxyNotAccepted(String)
         }
 
         /// Reads stdout on its own thread: the handshake until it finishes, then (so a chatty plugin
@@ -326,6 +405,9 @@ public final class ManagedPluginClient: Sendable {
                         case .failed(let reason):
                             finished = true
                             finish(.failed(reason, .pluginProtocol))
+                        case .proxyNotAccepted(let reason):
+                            finished = true
+                            finish(.proxyNotAccepted(reason))
                         }
                         line.removeAll(keepingCapacity: true)
                     }

@@ -25,6 +25,8 @@ public struct TransportEvent: Sendable, CustomStringConvertible {
         public static let dialFailed = Kind(rawValue: "dial-failed")
         public static let connectionClosed = Kind(rawValue: "connection-closed")
         public static let clientRejected = Kind(rawValue: "client-rejected")
+        /// An external plugin runs without an egress gate (``ManagedPluginClient/egressNotice``).
+        public static let egressUnrestricted = Kind(rawValue: "egress-unrestricted")
     }
 
     public enum Severity: String, Sendable {

@@ -39,6 +39,17 @@ public final class SocksAdmission: Sendable {
         case anyLocalUser
         /// Only connections opened by this process (its embedded tor).
         case thisProcess
+        /// Only connections opened by one child process, named once it has started (an external
+        /// plugin's egress gate, ``PluginEgressGate``); none before.
+        case childProcess(ChildProcessReference)
+    }
+
+    /// The process a ``Clients/childProcess(_:)`` listener serves, set when it has been spawned.
+    public final class ChildProcessReference: Sendable {
+        private let pid = Mutex<Int32?>(nil)
+        public init() {}
+        public var processID: Int32? { pid.withLock { $0 } }
+        public func adopt(_ processID: Int32?) { pid.withLock { $0 = processID } }
     }
 
     public let maximumSessions: Int
@@ -71,6 +82,21 @@ public final class SocksAdmission: Sendable {
         SocksAdmission(allowed: Set(bridges), maximumSessions: maximumSessions, clients: clients)
     }
 
+    /// Destinations a restricted listener keeps at most through ``permit(_:)``.
+    public static let maximumPermitted = 4096
+
+    /// Adds one destination to a restricted listener's (no effect on an open one). Beyond
+    /// ``maximumPermitted`` the set is emptied first: a caller permits each destination right
+    /// before it is dialled, so only dials older than that many others lose their place.
+    public func permit(_ bridge: Bridge) {
+        allowed.withLock { current in
+            guard var permitted = current else { return }
+            if permitted.count >= Self.maximumPermitted, !permitted.contains(bridge) { permitted = [] }
+            permitted.insert(bridge)
+            current = permitted
+        }
+    }
+
     /// Replaces the bridges a restricted listener accepts (no effect on an open one).
     public func allow(_ bridges: [Bridge]) {
         allowed.withLock { current in
@@ -90,6 +116,8 @@ public final class SocksAdmission: Sendable {
         switch clients {
         case .anyLocalUser: true
         case .thisProcess: clientOrigin(connection.descriptor) == .thisProcess
+        case .childProcess(let child):
+            if let pid = child.processID { LoopbackClientOrigin.verdict(connection.descriptor, heldBy: pid) == .thisProcess } else { false }
         }
     }
 
@@ -97,7 +125,12 @@ public final class SocksAdmission: Sendable {
     /// and this process cannot recognise its own (``LoopbackClientOrigin/selfCheck(recognise:)``):
     /// failing closed at start with the cause, not refusing every connection later.
     func checkClientsCanBeRecognised() throws(TransportError) {
-        if case .thisProcess = clients { try LoopbackClientOrigin.selfCheck(recognise: clientOrigin) }
+        switch clients {
+        case .anyLocalUser: break
+        // The same kernel questions answer both: if this process's own connection is recognised,
+        // so is its child's (same uid, its /proc/PID/fd readable to us).
+        case .thisProcess, .childProcess: try LoopbackClientOrigin.selfCheck(recognise: clientOrigin)
+        }
     }
 
     /// Takes a session slot; false when ``maximumSessions`` are open.
