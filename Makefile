@@ -5,7 +5,7 @@ export PATH := $(PATH):/opt/swift/usr/bin
 # scripts/build-tor-core.sh (run by `deps`) writes into the core's prefix (docs/TOR-CORE-PROVENANCE.md).
 export PKG_CONFIG_PATH := $(CURDIR)/.deps/tor/lib/pkgconfig$(if $(PKG_CONFIG_PATH),:$(PKG_CONFIG_PATH))
 
-.PHONY: all deps build test demo bench fuzz clean testbed-up testbed-down
+.PHONY: all deps build test test-fast demo bench fuzz clean testbed-up testbed-down
 
 all: build
 
@@ -22,6 +22,11 @@ build: deps
 
 test:
 	scripts/run-tests.sh
+
+# The unit, CLI and transport tests (one process, in the test bed's namespace) and the repository
+# checks; no test-bed integration tests, fuzz stage or leak check. Under 5 minutes after a build.
+test-fast:
+	scripts/run-tests.sh --fast
 
 demo: deps
 	$(RELEASE_BUILD) --product postern

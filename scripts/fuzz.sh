@@ -44,14 +44,19 @@ echo "== fuzz build took $(( $(date +%s) - build_start )) s" >&2
 artifacts_root=${FUZZ_ARTIFACTS:-fuzz-artifacts}
 python3 scripts/fuzz-seeds.py "$artifacts_root/seeds"
 [ -z "$results" ] || : > "$results"
-failed=0
-printf '%-30s %12s %9s %7s %7s %7s  %s\n' target executions exec/s cov ft corpus result
-for target in "${targets[@]}"; do
-  corpus=$artifacts_root/corpus/$target
-  artifacts=$artifacts_root/$target
+# Targets run side by side, one per core (FUZZ_JOBS, default: the number of cores): each libFuzzer
+# process is single-threaded, so two cores halve the stage's wall time at the same executions per
+# target. Each target's line is printed in the list's order once all have finished.
+parallel=${FUZZ_JOBS:-$(nproc)}
+lines_dir=$(mktemp -d)
+trap 'rm -rf "$lines_dir"' EXIT
+run_target() { # $1 = index, $2 = target; writes $lines_dir/<index>.line, .status and .detail
+  local index="$1" target="$2"
+  local corpus=$artifacts_root/corpus/$target
+  local artifacts=$artifacts_root/$target
   mkdir -p "$corpus" "$artifacts"
   [ ! -d "$artifacts_root/seeds/$target" ] || cp "$artifacts_root/seeds/$target"/* "$corpus"/
-  log=$artifacts/last-run.log
+  local log=$artifacts/last-run.log status
   # SWIFT_BACKTRACE=enable=no: Swift's crash reporter would take the signal before libFuzzer can
   # save the input.
   if SWIFT_BACKTRACE=enable=no "$scratch/release/$target" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
@@ -59,8 +64,8 @@ for target in "${targets[@]}"; do
     status=PASS
   else
     status=FAIL
-    failed=$((failed + 1))
   fi
+  local executions rate last cov ft units
   executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
   last=$(grep -E '^#[0-9]+' "$log" | tail -n 1 || true)
@@ -71,13 +76,33 @@ for target in "${targets[@]}"; do
     # Killed before libFuzzer printed its stats (a crash prints none): take the last status line.
     executions=$(sed -n 's/^#\([0-9]*\).*/\1/p' <<<"$last")
   fi
-  printf '%-30s %12s %9s %7s %7s %7s  %s\n' "$target" "${executions:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${units:-?}" "$status"
+  printf '%-30s %12s %9s %7s %7s %7s  %s\n' "$target" "${executions:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${units:-?}" "$status" \
+    >"$lines_dir/$index.line"
+  echo "$status" >"$lines_dir/$index.status"
+  : >"$lines_dir/$index.detail"
+  if [ "$status" = FAIL ]; then
+    grep -E 'invariant broken|Fatal error|ERROR: libFuzzer|deadly signal|Test unit written' "$log" | head -n 5 | sed 's/^/    /' >"$lines_dir/$index.detail" || true
+    for input in "$artifacts"/crash-* "$artifacts"/timeout-* "$artifacts"/oom-*; do
+      [ -e "$input" ] && echo "    replay: $scratch/release/$target $input" >>"$lines_dir/$index.detail"
+    done
+  fi
+  return 0
+}
+for index in "${!targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
+  run_target "$index" "${targets[$index]}" &
+done
+wait
+failed=0
+printf '%-30s %12s %9s %7s %7s %7s  %s\n' target executions exec/s cov ft corpus result
+for index in "${!targets[@]}"; do
+  target=${targets[$index]}
+  status=$(cat "$lines_dir/$index.status" 2>/dev/null || echo FAIL)
+  cat "$lines_dir/$index.line" 2>/dev/null || printf '%-30s %12s  %s\n' "$target" "?" "FAIL (no result)"
   [ -z "$results" ] || echo "$status $target" >>"$results"
   if [ "$status" = FAIL ]; then
-    grep -E 'invariant broken|Fatal error|ERROR: libFuzzer|deadly signal|Test unit written' "$log" | head -n 5 | sed 's/^/    /' >&2 || true
-    for input in "$artifacts"/crash-* "$artifacts"/timeout-* "$artifacts"/oom-*; do
-      [ -e "$input" ] && echo "    replay: $scratch/release/$target $input" >&2
-    done
+    failed=$((failed + 1))
+    cat "$lines_dir/$index.detail" >&2 2>/dev/null || true
   fi
 done
 [ "$failed" = 0 ]
