@@ -96,6 +96,7 @@ if [ "$fast" = 1 ]; then
   # test-bed tests, no fuzz stage, no leak check.
   check "every cited file is in the repository, no machine paths" python3 scripts/check-citations.py
   check "README's module graph matches Package.swift" python3 scripts/module-graph.py --check
+  check "the embedding API matches docs/api/" python3 scripts/api-listing.py --check
   [ ${#failures[@]} -eq 0 ] || printf 'failed: %s\n' "${failures[@]}"
   echo "tests: $passed passed, $failed failed"
   [ "$failed" = 0 ]
@@ -142,6 +143,7 @@ check "leak check self-test" python3 scripts/check-leaks.py --self-test
 check "citations self-test" python3 scripts/check-citations.py --self-test
 check "every cited file is in the repository, no machine paths" python3 scripts/check-citations.py
 check "README's module graph matches Package.swift" python3 scripts/module-graph.py --check
+check "the embedding API matches docs/api/" python3 scripts/api-listing.py --check
 check "test bed link model self-test" python3 scripts/testbed-link.py self-test
 check "no bridge secrets in outputs or files" python3 scripts/check-leaks.py --env "$tb_dir/env" "$run_dir/logs" "$run_dir/tmp" "$run_dir/kept"
 
