@@ -1,4 +1,3 @@
-import PosternCrypto
 internal import CCurl
 import PosternSystem
 import Foundation
