@@ -149,7 +149,7 @@ func checkHandshake(_ raw: UnsafeRawBufferPointer) {
         if mode & 6 == 6 {
             let length = cap - 4 + Int(mode >> 3)
             var padding = Array("HTTP/1.1 101 OK\r\n".utf8)
-            while padding.count + 1024 < length { padding += Array("X: ".utf8) + [UInt8](repeating: 0x61, count: 1019) + [13, 10] }
+            while padding.count + 1024 + 3 < length { padding += Array("X: ".utf8) + [UInt8](repeating: 0x61, count: 1019) + [13, 10] }
             padding += Array("X: ".utf8) + [UInt8](repeating: 0x61, count: length - padding.count - 3)
             checkArbitrary(padding + rest, sizes: sizes, prefix: padding.count)
         } else {
