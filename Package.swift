@@ -50,21 +50,24 @@ let package = Package(
                 resources: [.copy("Resources/builtin-bridges.json")]),
         // Bridge lines as a QR code (the JSON array bridges.torproject.org shares), for an app or the CLI.
         .target(name: "BridgeQR", dependencies: ["PosternSystem", "BridgeConfig", "CQREncode"], path: "Sources/BridgeQR"),
-        .target(name: "TransportBase", dependencies: ["PosternSystem", "BridgeConfig", "CEpoll", "CSpawn"], path: "Sources/Transports/TransportBase"),
-        .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "CSodium"],
+        // What the transports share on the wire: the byte-stream protocol, deadlines, the HTTP/1.1
+        // response-head reader, WebSocket framing and handshake, the TLS client stream (COpenSSL).
+        .target(name: "TransportWire", dependencies: ["PosternSystem", "PosternCrypto", "COpenSSL"], path: "Sources/Transports/TransportWire"),
+        .target(name: "TransportBase", dependencies: ["PosternSystem", "BridgeConfig", "TransportWire", "CEpoll", "CSpawn"], path: "Sources/Transports/TransportBase"),
+        .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "TransportWire", "CSodium"],
                 path: "Sources/Transports/Obfs4Transport"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
-        .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
+        .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "TransportWire", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
                 path: "Sources/Transports/SnowflakeTransport"),
-        // The webtunnel client: TLS (COpenSSL) and an HTTP/1.1 upgrade, then tor's bytes unframed.
-        .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "COpenSSL"], path: "Sources/Transports/WebtunnelTransport"),
+        // The webtunnel client: TLS and an HTTP/1.1 upgrade (TransportWire), then tor's bytes unframed.
+        .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "TransportWire"], path: "Sources/Transports/WebtunnelTransport"),
         // libnice, GLib/GObject and usrsctp opened with dlopen on the first snowflake connection
         // (CNice and CUsrsctp declare them but link nothing), so other routes never map them.
         .target(name: "CSnowflakeLibraries", dependencies: ["CNice"], path: "Sources/CSnowflakeLibraries"),
         // libnice (Debian libnice-dev) for snowflake's ICE. Its include paths come from postern-nice.pc
         // rather than libnice's nice.pc, whose -pthread makes SwiftPM warn on every build.
         .systemLibrary(name: "CNice", path: "Sources/CNice", pkgConfig: "postern-nice"),
-        // OpenSSL 3 (Debian libssl-dev) for snowflake's DTLS.
+        // OpenSSL 3 (Debian libssl-dev) for snowflake's DTLS and TransportWire's TLS client stream.
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
         .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
@@ -72,19 +75,19 @@ let package = Package(
                 path: "Sources/PosternCore"),
         // The session an app embeds (settings, transports, connection assist,
         // live SETCONF, status), the bridge health check.
-        .target(name: "PosternRuntime", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport",
+        .target(name: "PosternRuntime", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "BridgeConfig", "TransportBase", "TransportWire", "Obfs4Transport",
                                                        "SnowflakeTransport", "WebtunnelTransport"],
                 path: "Sources/PosternRuntime"),
         // The app layer on top of the session: HTTP(S) and WebSocket through
         // its SOCKS port (libcurl), Nostr relays and NIP-17, the geo relay directory.
-        .target(name: "PosternAppLayer", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternRuntime", "BridgeConfig", "TransportBase",
+        .target(name: "PosternAppLayer", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternRuntime", "BridgeConfig", "TransportBase", "TransportWire",
                                                         "CCurl", "CSecp256k1", "CSodium"],
                 path: "Sources/PosternAppLayer"),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
         // The A/B trial runner: child `postern run`s, the probe download, harness errors kept apart,
         // typed results, the HTML report, OONI measurements and merges (`postern ab` renders them).
-        .target(name: "PosternTrials", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "TrialAnalysis"], path: "Sources/PosternTrials"),
+        .target(name: "PosternTrials", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "TransportWire", "TrialAnalysis"], path: "Sources/PosternTrials"),
         .executableTarget(name: "postern",
                           dependencies: ["PosternSystem", "PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "BridgeQR",
                                          "TrialAnalysis", "PosternRuntime", "PosternAppLayer", "PosternTrials"],
@@ -95,16 +98,16 @@ let package = Package(
         // Helper process for the store's kill -9 and multi-process tests.
         .executableTarget(name: "BridgeStoreCrashWriter", dependencies: ["BridgeConfig"], path: "Tests/BridgeStoreCrashWriter"),
         // Benchmarks against real peers: `swift run -c release postern-bench obfs4`.
-        .executableTarget(name: "postern-bench", dependencies: ["TransportBase", "Obfs4Transport", "SnowflakeTransport", "TransportTestSupport"],
+        .executableTarget(name: "postern-bench", dependencies: ["TransportBase", "TransportWire", "Obfs4Transport", "SnowflakeTransport", "TransportTestSupport"],
                           path: "Sources/postern-bench"),
         // Real peers on loopback (obfs4proxy as a managed server, echo/sink servers) for tests and benchmarks.
         .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Sources/TransportTestSupport"),
-        .testTarget(name: "TransportTests", dependencies: ["PosternCrypto", "TransportBase", "Obfs4Transport", "BridgeConfig", "TransportTestSupport", "PosternTestSupport"],
+        .testTarget(name: "TransportTests", dependencies: ["PosternCrypto", "TransportBase", "TransportWire", "Obfs4Transport", "BridgeConfig", "TransportTestSupport", "PosternTestSupport"],
                     path: "Tests/TransportTests"),
-        .testTarget(name: "WebtunnelTests", dependencies: ["BridgeConfig", "WebtunnelTransport", "TransportBase", "TransportTestSupport"], path: "Tests/WebtunnelTests"),
-        .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TransportBase", "PosternTestSupport"], path: "Tests/SnowflakeTests",
+        .testTarget(name: "WebtunnelTests", dependencies: ["BridgeConfig", "WebtunnelTransport", "TransportBase", "TransportWire", "TransportTestSupport"], path: "Tests/WebtunnelTests"),
+        .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TransportBase", "TransportWire", "PosternTestSupport"], path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "CoreTests", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "PosternTestSupport"], path: "Tests/CoreTests",
+        .testTarget(name: "CoreTests", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "TransportWire", "PosternTestSupport"], path: "Tests/CoreTests",
                     exclude: ["Vectors"]),
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
@@ -141,12 +144,12 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("BrokerResponseFuzzer", ["SnowflakeTransport"]),
     ("KCPControlBlockFuzzer", ["SnowflakeTransport"]),
     ("SmuxSessionFuzzer", ["SnowflakeTransport"]),
-    ("BrokerHTTPResponseFuzzer", ["SnowflakeTransport"]),
+    ("BrokerHTTPResponseFuzzer", ["SnowflakeTransport", "TransportWire"]),
     ("GeoRelayCSVFuzzer", ["PosternAppLayer"]),
-    ("WebSocketFrameFuzzer", ["PosternAppLayer"]),
-    ("WebSocketHandshakeFuzzer", ["PosternAppLayer"]),
+    ("WebSocketFrameFuzzer", ["TransportWire"]),
+    ("WebSocketHandshakeFuzzer", ["TransportWire"]),
     ("NostrMessageFuzzer", ["PosternAppLayer"]),
-    ("WebtunnelUpgradeFuzzer", ["WebtunnelTransport", "TransportBase"]),
+    ("WebtunnelUpgradeFuzzer", ["WebtunnelTransport", "TransportBase", "TransportWire"]),
 ]
 package.targets += [
     .target(name: "FuzzerEntry", path: "Fuzz/Entry"),

@@ -1,5 +1,5 @@
-// RFC 6455 server frames as the Nostr relay client parses them (WebSocketFuzzEntry → the internal
-// WebSocketFrameParser), with message reassembly and the inbound size cap.
+// RFC 6455 server frames as TransportWire's WebSocketFrameParser parses them for the Nostr relay
+// client and snowflake's WebSocket carrier, with message reassembly and the inbound size cap.
 //
 // Invariants, trapping when broken:
 //   - arbitrary bytes give the same events and the same close code however they are split into
@@ -11,7 +11,20 @@
 //     and control frames, and a message over the cap is refused with 1009.
 import Foundation
 import FuzzSupport
-import PosternAppLayer
+import TransportWire
+
+/// Feeds `pieces` in order; the events and, if the stream broke the protocol, the close code the
+/// client would answer with.
+func parse(_ pieces: [ArraySlice<UInt8>], maximumMessageBytes: Int) -> (events: [WebSocketEvent], closeCode: UInt16?) {
+    var parser = WebSocketFrameParser(maximumMessageBytes: maximumMessageBytes)
+    var events: [WebSocketEvent] = []
+    do {
+        for piece in pieces { events += try parser.feed(piece) }
+    } catch {
+        return (events, error.status.code)
+    }
+    return (events, nil)
+}
 
 /// One unmasked server frame.
 func serverFrame(opcode: UInt8, fin: Bool, payload: [UInt8]) -> [UInt8] {
@@ -34,8 +47,8 @@ func checkWebSocket(_ raw: UnsafeRawBufferPointer) {
     let sizes = input.chunk() ?? []
     if mode & 1 == 0 {
         let stream = input.rest()
-        let whole = WebSocketFuzzEntry.parse([stream[...]], maximumMessageBytes: cap)
-        let split = WebSocketFuzzEntry.parse(pieces(of: stream, sizes: sizes), maximumMessageBytes: cap)
+        let whole = parse([stream[...]], maximumMessageBytes: cap)
+        let split = parse(pieces(of: stream, sizes: sizes), maximumMessageBytes: cap)
         // On a violation the events decoded in the same read as the bad frame are dropped with the
         // connection, so a stream read whole may report fewer of them; never different ones.
         fuzzCheck(split.closeCode == whole.closeCode, "the close code depends on the reads")
@@ -51,7 +64,7 @@ func checkWebSocket(_ raw: UnsafeRawBufferPointer) {
         return
     }
     var stream: [UInt8] = []
-    var expected: [WebSocketFuzzEntry.Event] = []
+    var expected: [WebSocketEvent] = []
     var tooBig = false
     messages: while let kind = input.byte(), !tooBig {
         switch kind % 4 {
@@ -93,7 +106,7 @@ func checkWebSocket(_ raw: UnsafeRawBufferPointer) {
             expected.append(.close(WebSocketCloseStatus(code: code, reason: trimmed)))
         }
     }
-    let result = WebSocketFuzzEntry.parse(pieces(of: stream, sizes: sizes), maximumMessageBytes: cap)
+    let result = parse(pieces(of: stream, sizes: sizes), maximumMessageBytes: cap)
     if tooBig {
         // Events decoded from the same read as the refused frame are not returned; earlier ones are.
         fuzzCheck(result.closeCode == 1009 && expected.starts(with: result.events), "an oversized message was not refused with 1009")

@@ -1,10 +1,12 @@
-// The RFC 6455 opening handshake as the client reads it (WebSocketHandshakeFuzzEntry → the internal
-// WebSocketHandshakeReader that WebSocketConnection runs on the socket), fed in fuzzer-chosen reads.
+// The RFC 6455 opening handshake as the client reads it (TransportWire's WebSocketHandshakeReader,
+// which the app layer's WebSocketConnection and snowflake's WebSocket carrier run on the socket, on
+// the shared HTTP/1.1 head reader), fed in fuzzer-chosen reads.
 //
 // Invariants, trapping when broken:
 //   - arbitrary replies: the verdict (need more, accepted with a leftover, refused with a code) does
 //     not depend on how the bytes are split into reads, except that a verdict may come at an earlier
-//     read; an accepted reply's leftover is exactly what follows its first CRLF CRLF; a reply whose
+//     read; an accepted reply's leftover is exactly what follows its first blank line (lines end in
+//     CRLF or a bare LF, as HTTPResponseHead.swift reads them); a reply whose
 //     head has not ended within the cap is refused, never "need more"; the reader never holds more
 //     than the cap plus one read;
 //   - replies the fuzzer builds the way a server may (status line, headers in any case and order,
@@ -12,25 +14,50 @@
 //     the same reply with a wrong Sec-WebSocket-Accept, a status other than 101, or an extension is
 //     refused.
 import FuzzSupport
-import PosternAppLayer
+import TransportWire
 
 let key = "dGhlIHNhbXBsZSBub25jZQ=="
-let accept = WebSocketHandshakeFuzzEntry.acceptValue(for: key)
-let cap = WebSocketHandshakeFuzzEntry.maximumHeadBytes
-let terminator: [UInt8] = [13, 10, 13, 10]
+let accept = WebSocketHandshake.acceptValue(for: key)
+let cap = WebSocketHandshakeReader.maximumHeadBytes
+/// The longest end of a head: CR LF closing the last line, then CR LF.
+let terminatorLength = 4
 
-/// Where the first CR LF CR LF lies (a plain loop: Foundation's generic `firstRange(of:)` took a
-/// fifth of this target's time).
+enum Verdict: Equatable {
+    /// Still waiting after every read; `buffered` is what the reader holds.
+    case needMore(buffered: Int)
+    case accepted(leftover: [UInt8], afterRead: Int)
+    case refused(code: String, afterRead: Int)
+}
+
+/// Feeds `reads` in order, stopping at the first verdict.
+func run(key: String, reads: [ArraySlice<UInt8>]) -> Verdict {
+    var reader = WebSocketHandshakeReader(key: key)
+    for (index, read) in reads.enumerated() {
+        do {
+            if let leftover = try reader.feed(read) { return .accepted(leftover: leftover, afterRead: index) }
+        } catch {
+            return .refused(code: error.code.rawValue, afterRead: index)
+        }
+    }
+    return .needMore(buffered: reader.bufferedCount)
+}
+
+/// Where the head ends: from the end of its last line's content (the head's length) to just after
+/// the blank line. A plain loop: Foundation's generic `firstRange(of:)` took a fifth of this
+/// target's time.
 func headTerminator(in bytes: [UInt8]) -> Range<Int>? {
-    guard bytes.count >= terminator.count else { return nil }
-    for index in 0...(bytes.count - terminator.count)
-    where bytes[index] == 13 && bytes[index + 1] == 10 && bytes[index + 2] == 13 && bytes[index + 3] == 10 {
-        return index..<(index + terminator.count)
+    var lineStart = 0
+    var lastContentEnd = 0
+    for index in bytes.indices where bytes[index] == 10 {
+        let contentEnd = index > lineStart && bytes[index - 1] == 13 ? index - 1 : index
+        if contentEnd == lineStart { return lastContentEnd..<(index + 1) }
+        lastContentEnd = contentEnd
+        lineStart = index + 1
     }
     return nil
 }
 
-func verdictKind(_ verdict: WebSocketHandshakeFuzzEntry.Verdict) -> String {
+func verdictKind(_ verdict: Verdict) -> String {
     switch verdict {
     case .needMore: "need more"
     case .accepted(let leftover, _): "accepted \(leftover.count)"
@@ -39,15 +66,15 @@ func verdictKind(_ verdict: WebSocketHandshakeFuzzEntry.Verdict) -> String {
 }
 
 func checkArbitrary(_ reply: [UInt8], sizes: [UInt8], prefix: Int = 0) {
-    let whole = WebSocketHandshakeFuzzEntry.run(key: key, reads: [reply[...]])
+    let whole = run(key: key, reads: [reply[...]])
     // A long prefix arrives in one read (a socket read is up to 4 KiB); the rest in fuzzer-chosen reads.
     let reads = (prefix > 0 ? [reply[..<prefix]] : []) + pieces(of: Array(reply[prefix...]), sizes: sizes)
-    let split = WebSocketHandshakeFuzzEntry.run(key: key, reads: reads)
+    let split = run(key: key, reads: reads)
     let end = headTerminator(in: reply)
     let headEndsInTime = end.map { $0.lowerBound <= cap } ?? false
     switch split {
     case .needMore(let buffered):
-        fuzzCheck(buffered == reply.count && buffered < cap + terminator.count, "need more with \(buffered) bytes held")
+        fuzzCheck(buffered == reply.count && buffered < cap + terminatorLength, "need more with \(buffered) bytes held")
         fuzzCheck(end == nil, "a complete head got no verdict")
         fuzzCheck(whole == split, "whole: \(verdictKind(whole)), split: need more")
     case .accepted(let leftover, let read):
@@ -69,7 +96,7 @@ func checkArbitrary(_ reply: [UInt8], sizes: [UInt8], prefix: Int = 0) {
             fuzzCheck(false, "whole: need more, split: refused")
         }
     }
-    if !headEndsInTime && reply.count >= cap + terminator.count {
+    if !headEndsInTime && reply.count >= cap + terminatorLength {
         if case .refused = split {} else { fuzzCheck(false, "a head over the cap was not refused") }
     }
 }
@@ -92,7 +119,7 @@ func checkBuilt(_ input: inout FuzzInput, sizes: [UInt8]) {
     }
     let frames = input.take(64)
     let good = head("101 Switching Protocols", headers) + frames
-    let result = WebSocketHandshakeFuzzEntry.run(key: key, reads: pieces(of: good, sizes: sizes))
+    let result = run(key: key, reads: pieces(of: good, sizes: sizes))
     guard case .accepted(let leftover, _) = result else { fuzzCheck(false, "a valid reply was \(verdictKind(result))"); return }
     let reads = pieces(of: good, sizes: sizes)
     var fed = 0
@@ -106,7 +133,7 @@ func checkBuilt(_ input: inout FuzzInput, sizes: [UInt8]) {
     let badStatus = choices & 0x40 != 0 ? "200 OK" : "426 Upgrade Required"
     let withExtension = headers + [("Sec-WebSocket-Extensions", "permessage-deflate")]
     for bad in [head("101 Switching Protocols", wrongAccept), head(badStatus, headers), head("101 Switching Protocols", withExtension)] {
-        let verdict = WebSocketHandshakeFuzzEntry.run(key: key, reads: pieces(of: bad + frames, sizes: sizes))
+        let verdict = run(key: key, reads: pieces(of: bad + frames, sizes: sizes))
         guard case .refused = verdict else { fuzzCheck(false, "an invalid reply was \(verdictKind(verdict))"); return }
     }
 }
@@ -117,9 +144,13 @@ func checkHandshake(_ raw: UnsafeRawBufferPointer) {
     let sizes = input.chunk() ?? []
     if mode & 1 == 0 {
         let rest = input.rest()
-        // Sometimes a head padded to near the cap, to reach the cap's edge without 16 KiB inputs.
+        // Sometimes a head padded to near the cap, to reach the cap's edge without 16 KiB inputs:
+        // lines of 1 KiB (under the line cap), the last one left open for the input to continue.
         if mode & 6 == 6 {
-            let padding = Array("HTTP/1.1 101 OK\r\nX: ".utf8) + [UInt8](repeating: 0x61, count: cap - 24 + Int(mode >> 3))
+            let length = cap - 4 + Int(mode >> 3)
+            var padding = Array("HTTP/1.1 101 OK\r\n".utf8)
+            while padding.count + 1024 + 3 < length { padding += Array("X: ".utf8) + [UInt8](repeating: 0x61, count: 1019) + [13, 10] }
+            padding += Array("X: ".utf8) + [UInt8](repeating: 0x61, count: length - padding.count - 3)
             checkArbitrary(padding + rest, sizes: sizes, prefix: padding.count)
         } else {
             checkArbitrary(rest, sizes: sizes)

@@ -105,35 +105,22 @@ static inline int postern_dtls_peer_sha256(SSL *ssl, unsigned char *digest) {
     return ok;
 }
 
-/// A TLS (1.2+) client context: system roots, plus `ca_file` when given; peers must verify;
-/// ALPN offers only http/1.1 (the broker client speaks HTTP/1.1).
-static inline SSL_CTX *postern_tls_client_context(const char *ca_file) {
+/// A TLS (1.2+) client context: system roots, plus `ca_file` when given; peers must verify; no
+/// renegotiation (the TLS stream reads and writes independently, and with renegotiation a write
+/// could need a read first). ALPN offers only http/1.1 when `offer_http11` is set (the broker
+/// client speaks HTTP/1.1), none otherwise (webtunnel's reference client, Go crypto/tls with only
+/// a server name set, offers none).
+static inline SSL_CTX *postern_tls_client_context(const char *ca_file, int offer_http11) {
     SSL_CTX *context = SSL_CTX_new(TLS_client_method());
     if (context == NULL) return NULL;
     static const unsigned char alpn[] = { 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
     if (SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) != 1
         || SSL_CTX_set_default_verify_paths(context) != 1
         || (ca_file != NULL && SSL_CTX_load_verify_locations(context, ca_file, NULL) != 1)
-        || SSL_CTX_set_alpn_protos(context, alpn, sizeof alpn) != 0) {
+        || (offer_http11 && SSL_CTX_set_alpn_protos(context, alpn, sizeof alpn) != 0)) {
         SSL_CTX_free(context);
         return NULL;
     }
-    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, NULL);
-    return context;
-}
-
-/// The same context without ALPN: webtunnel's reference client (Go crypto/tls with only a server
-/// name set) offers no ALPN, and neither do we.
-static inline SSL_CTX *postern_tls_client_context_without_alpn(const char *ca_file) {
-    SSL_CTX *context = SSL_CTX_new(TLS_client_method());
-    if (context == NULL) return NULL;
-    if (SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) != 1
-        || SSL_CTX_set_default_verify_paths(context) != 1
-        || (ca_file != NULL && SSL_CTX_load_verify_locations(context, ca_file, NULL) != 1)) {
-        SSL_CTX_free(context);
-        return NULL;
-    }
-    // With renegotiation a write could need a read first; the stream keeps them independent.
     SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION);
     SSL_CTX_set_verify(context, SSL_VERIFY_PEER, NULL);
     return context;

@@ -1,14 +1,20 @@
-import PosternCrypto
 internal import CCurl
 import PosternSystem
 import Foundation
 import PosternCore
+import TransportWire
 #if canImport(Glibc)
 import Glibc
 #endif
 
+/// A whole WebSocket data message (TransportWire's codec, the one both WebSocket users share).
+public typealias WebSocketMessage = TransportWire.WebSocketMessage
+/// A close frame's status code and reason.
+public typealias WebSocketCloseStatus = TransportWire.WebSocketCloseStatus
+
 /// An RFC 6455 client connection over a byte stream libcurl opened (CONNECT_ONLY) through the
-/// route's SOCKS5 proxy (remote DNS) with TLS for wss. Framing is ours (WebSocketFraming.swift).
+/// route's SOCKS5 proxy (remote DNS) with TLS for wss. Framing and the opening handshake are
+/// TransportWire's (WebSocketFraming.swift, WebSocketHandshake.swift).
 ///
 /// The curl handle belongs to one dedicated thread, which writes queued frames and reads; the async
 /// side sees ``messages`` and enqueues sends. A close frame from the server ends ``messages``
@@ -34,7 +40,6 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// Silence from the server this long ends the connection as half-open; after half of it we
     /// send a ping, which any live server answers.
     public static let defaultIdleTimeout: Duration = .seconds(90)
-    static let guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
     public let url: URL
     public let messages: WebSocketMessages
@@ -327,16 +332,12 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     private static func handshake(handle: CurlHandle, socket: Int32, url: URL, host: String, port: Int, secure: Bool,
                                   timeout: Duration) throws(AppLayerError) -> [UInt8] {
-        var nonce = [UInt8](repeating: 0, count: 16)
-        SecureRandom.fill(&nonce)
-        let key = Data(nonce).base64EncodedString()
+        let key = WebSocketHandshake.newKey()
         var path = url.path.isEmpty ? "/" : url.path
         if let query = url.query { path += "?" + query }
         let defaultPort = secure ? 443 : 80
-        let request = "GET \(path) HTTP/1.1\r\nHost: \(host)\(port == defaultPort ? "" : ":\(port)")\r\n"
-            + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n\r\n"
         let deadline = ContinuousClock.now + timeout
-        var outgoing = Array(request.utf8)
+        var outgoing = WebSocketHandshake.request(target: path, host: "\(host)\(port == defaultPort ? "" : ":\(port)")", key: key)
         while !outgoing.isEmpty {
             var sent = 0
             let code = outgoing.withUnsafeBytes { curl_easy_send(handle.pointer, $0.baseAddress, $0.count, &sent) }
@@ -352,13 +353,17 @@ public final class WebSocketConnection: @unchecked Sendable {
             if code == CURLE_AGAIN { try wait(socket, for: Int16(POLLIN), until: deadline); continue }
             try CurlHandle.check(code, "WebSocket handshake receive")
             guard received > 0 else { throw AppLayerError(.webSocketProtocol, "connection closed during the handshake") }
-            if let leftover = try reader.feed(buffer[0..<received]) { return leftover }
+            do {
+                if let leftover = try reader.feed(buffer[0..<received]) { return leftover }
+            } catch {
+                throw AppLayerError(.webSocketProtocol, error.message)
+            }
             // A server that drips bytes never makes recv say "again": check the deadline here too.
             guard ContinuousClock.now < deadline else { throw AppLayerError(.timedOut, "WebSocket handshake timed out") }
         }
     }
 
-    static func acceptValue(for key: String) -> String { WebSocketHandshakeReader.acceptValue(for: key) }
+    static func acceptValue(for key: String) -> String { WebSocketHandshake.acceptValue(for: key) }
 
     private static func wait(_ socket: Int32, for events: Int16, until deadline: ContinuousClock.Instant) throws(AppLayerError) {
         let remaining = deadline - ContinuousClock.now

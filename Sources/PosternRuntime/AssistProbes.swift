@@ -4,6 +4,7 @@ import Obfs4Transport
 import PosternCore
 import SnowflakeTransport
 import TransportBase
+import TransportWire
 
 /// Connection assist's probes (race strategy): while tor tries one route, each other route is
 /// checked on its own addresses only, bounded in time, so that assist knows which ones answer.
@@ -86,7 +87,7 @@ struct AssistProbes: Sendable {
                     let pairs = bridge.arguments.map { TransportArguments.Pair(key: $0.key, value: $0.value) }
                     do {
                         let dial = try client.prepareDial(arguments: TransportArguments(pairs))
-                        let connection = try await withDeadline(limit) { try await dial.dial(endpoint, context: DialContext()) }
+                        let connection = try await withDeadline(limit, timedOut: { TransportError.noAnswer(within: limit) }) { try await dial.dial(endpoint, context: DialContext()) }
                         connection.close()
                         return (true, nil)
                     } catch {

@@ -2,6 +2,7 @@ import BridgeConfig
 import Foundation
 import Synchronization
 import TransportBase
+import TransportWire
 import WebtunnelTransport
 
 /// The outcome of testing one bridge.
@@ -181,7 +182,7 @@ public struct BridgeHealthCheck: Sendable {
         do {
             // Snowflake's dial has its own patience (broker, proxy); bound it as a whole.
             let limit = isSnowflake ? timeout * 3 : timeout * 2
-            let connection = try await withDeadline(limit) { try await dial.dial(endpoint, context: DialContext()) }
+            let connection = try await withDeadline(limit, timedOut: { TransportError.noAnswer(within: limit) }) { try await dial.dial(endpoint, context: DialContext()) }
             connection.close()
             let what: String
             if let external = transport as? ExternalTransport {
@@ -219,7 +220,7 @@ public struct BridgeHealthCheck: Sendable {
         let started = ContinuousClock.now
         var failure: (any Error)?
         do {
-            let connection = try await withDeadline(timeout * 3) {
+            let connection = try await withDeadline(timeout * 3, timedOut: { TransportError.noAnswer(within: timeout * 3) }) {
                 try await transport.probe(options, context: DialContext()) { stage in
                     let at = milliseconds(since: started)
                     reached.withLock { $0[stage] = at }

@@ -436,15 +436,9 @@ extension PosternSession: TorReadinessSource {
     public func waitUntilTorReady(timeout: Duration) async -> Bool { await awaitReady(timeout: timeout) }
 }
 
-/// Runs `operation`, giving up after `limit` with a `timed-out` transport error.
-public func withDeadline<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await operation() }
-        group.addTask { try await Task.sleep(for: limit); return nil }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else {
-            throw TransportError(code: .timedOut, kind: .timeout, message: "no answer within \(limit.seconds.formatted()) s")
-        }
-        return value
+extension TransportError {
+    /// What a dial bounded by TransportWire's `withDeadline(_:timedOut:operation:)` fails with.
+    static func noAnswer(within limit: Duration) -> TransportError {
+        TransportError(code: .timedOut, kind: .timeout, message: "no answer within \(limit.seconds.formatted()) s")
     }
 }

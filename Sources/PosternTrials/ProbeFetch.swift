@@ -2,6 +2,7 @@ import Foundation
 import PosternSystem
 import Synchronization
 import TransportBase
+import TransportWire
 
 /// The probe of a trial: an HTTP/1.1 GET through a child's SOCKS5 port (the host name is resolved
 /// at the exit, as apps do), timing the first response byte and the download of up to
@@ -90,7 +91,7 @@ public struct ProbeFetch: Sendable {
         let timeout = self.timeout
         let progress = Progress()
         do {
-            return try await withTimeout(timeout, expired: {
+            return try await withDeadline(timeout, expired: {
                 progress.update { $0.timedOut = true }
                 socket.abort(with: TransportError(code: .init(rawValue: "probe-timeout"), kind: .timeout,
                                                   message: "the probe took longer than \(timeout)"))

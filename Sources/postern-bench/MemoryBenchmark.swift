@@ -14,6 +14,7 @@
 import Foundation
 import Synchronization
 import TransportBase
+import TransportWire
 
 struct MemoryBenchmarkError: Error, CustomStringConvertible { let description: String }
 
@@ -120,7 +121,7 @@ func fetchMarkerPageOnce(socks: TransportEndpoint, environment: [String: String]
     }
     let target = try TransportEndpoint(parsing: String(authority))
     let holder = Mutex<TCPSocket?>(nil)
-    return try await withTimeout(.seconds(20), expired: { holder.withLock { $0?.close() } }) {
+    return try await withDeadline(.seconds(20), expired: { holder.withLock { $0?.close() } }) {
         // The socket is known to the deadline as soon as it is connected, so a SOCKS request tor
         // never answers is cut off too.
         let socket = try await socksConnect(via: socks, to: target, arguments: isolation) { socket in holder.withLock { $0 = socket } }

@@ -1,6 +1,7 @@
 import Foundation
 import PosternSystem
 import Testing
+import TransportWire
 @testable import PosternAppLayer
 
 /// The app layer's text forms and errors show a peer's text with its control characters made
@@ -42,7 +43,8 @@ import Testing
     /// The status line of a refused WebSocket upgrade and a close frame's reason.
     @Test func aWebSocketServersStatusLineAndCloseReasonAreVisible() {
         do {
-            try WebSocketHandshakeReader.validate(Array("HTTP/1.1 403 \(Self.escapes)".utf8)[...], key: "x")
+            var reader = WebSocketHandshakeReader(key: "x")
+            _ = try reader.feed(Array("HTTP/1.1 403 \(Self.escapes)\r\n\r\n".utf8))
             Issue.record("a 403 was accepted")
         } catch {
             #expect(error.message == "WebSocket handshake refused: HTTP/1.1 403 \(Self.shown)", "\(error.message.debugDescription)")

@@ -1,6 +1,7 @@
 import PosternTestSupport
 import Foundation
 import Testing
+import TransportWire
 @testable import PosternCore
 @testable import PosternAppLayer
 
@@ -138,17 +139,17 @@ import Testing
     @Test func handshakeReaderRefusesWrongAcceptsAndHeadsOverTheCap() {
         let key = "dGhlIHNhbXBsZSBub25jZQ=="
         var wrong = WebSocketHandshakeReader(key: key)
-        #expect(throws: AppLayerError.self) {
+        #expect(throws: WireError.self) {
             _ = try wrong.feed(Array("HTTP/1.1 101 OK\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n".utf8))
         }
         var refused = WebSocketHandshakeReader(key: key)
-        #expect(throws: AppLayerError.self) { _ = try refused.feed(Array("HTTP/1.1 403 Forbidden\r\n\r\n".utf8)) }
+        #expect(throws: WireError.self) { _ = try refused.feed(Array("HTTP/1.1 403 Forbidden\r\n\r\n".utf8)) }
         var long = WebSocketHandshakeReader(key: key)
-        var failure: AppLayerError?
+        var failure: WireError?
         for _ in 0..<40 {
             do { _ = try long.feed([UInt8](repeating: 0x61, count: 1000)) } catch { failure = error; break }
         }
-        #expect(failure?.code == .webSocketProtocol)
+        #expect(failure?.code == .webSocketHandshake)
         #expect(long.bufferedCount <= WebSocketHandshakeReader.maximumHeadBytes + 1000)
     }
 }

@@ -4,6 +4,7 @@ import Testing
 @testable import PosternAppLayer
 import PosternRuntime
 import PosternTestSupport
+import TransportWire
 
 @Suite struct FailClosedQueueTests {
     @Test func capsAt200DroppingTheOldestAndLogsFirstAndEveryTenthDrop() {
@@ -179,7 +180,7 @@ import PosternTestSupport
         let manager = NostrRelayManager(activation: activation, relays: ["ws://127.0.0.1:\(port)"])
         let inbox = await manager.privateMessages(for: bob, subscription: "postern-inbox", rememberingAtMost: capacity)
         await manager.connect()
-        let contents = try await withDeadline(.seconds(60)) {
+        let contents = try await withDeadline(.seconds(60), timedOut: { NostrTestTimeout() }) {
             var contents: [String] = []
             for await message in inbox {
                 contents.append(message.content)
@@ -191,3 +192,6 @@ import PosternTestSupport
         #expect(contents == ["hello"] + (0..<capacity).map { "\($0)" } + ["hello", "last"])
     }
 }
+
+/// The relay did not deliver every message within the test's deadline.
+private struct NostrTestTimeout: Error {}

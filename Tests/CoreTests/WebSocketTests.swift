@@ -2,6 +2,7 @@ import PosternCrypto
 import PosternTestSupport
 import Foundation
 import Testing
+import TransportWire
 @testable import PosternCore
 @testable import PosternAppLayer
 

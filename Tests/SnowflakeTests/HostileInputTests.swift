@@ -2,6 +2,7 @@ import PosternCrypto
 import Foundation
 import Synchronization
 import Testing
+import TransportWire
 @testable import SnowflakeTransport
 
 // Issue #12: bytes a hostile proxy, server, broker or AMP cache controls must never trap, hang or
@@ -10,7 +11,7 @@ import Testing
 
 /// A byte stream served from memory: reads return the scripted pieces in order (each after
 /// `delay`), then EOF; writes are recorded. `answer` may add pieces in reply to a write.
-final class ScriptedByteStream: SnowflakeByteStream {
+final class ScriptedByteStream: ByteStream {
     private struct State {
         var pieces: [[UInt8]]
         var written: [UInt8] = []
@@ -39,26 +40,27 @@ final class ScriptedByteStream: SnowflakeByteStream {
         }
     }
 
-    func read(maxLength: Int) async throws(SnowflakeError) -> [UInt8] {
+    func read(maximumCount: Int) async throws(SnowflakeError) -> [UInt8] {
         if delay > .zero { try? await Task.sleep(for: delay) }
         return state.withLock { s in
             guard !s.closed, !s.pieces.isEmpty else { return [] }
             var piece = s.pieces.removeFirst()
-            if piece.count > maxLength {
-                s.pieces.insert(Array(piece[maxLength...]), at: 0)
-                piece = Array(piece[..<maxLength])
+            if piece.count > maximumCount {
+                s.pieces.insert(Array(piece[maximumCount...]), at: 0)
+                piece = Array(piece[..<maximumCount])
             }
             return piece
         }
     }
 
+    func closeWrite() async {}
     func close() { state.withLock { $0.closed = true } }
 }
 
 /// Hands out one scripted stream per connect.
 struct ScriptedConnector: SnowflakeStreamConnector {
     let make: @Sendable () -> ScriptedByteStream
-    func connect(host: String, port: UInt16, tlsServerName: String?) async throws(SnowflakeError) -> any SnowflakeByteStream {
+    func connect(host: String, port: UInt16, tlsServerName: String?) async throws(SnowflakeError) -> any ByteStream {
         make()
     }
 }
@@ -340,13 +342,13 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
                                 [0, 0, 0, 0, 0, 0x10, 0, 1]] {
             let socket = try await connect(then: [[0x82, 127] + length + [1, 2, 3]])
             do {
-                _ = try await socket.read(maxLength: 100)
+                _ = try await socket.read(maximumCount: 100)
                 Issue.record("an impossible frame length was accepted")
             } catch {
                 #expect(error.code == .webSocketFrameTooLarge)
             }
         }
         let fine = try await connect(then: [[0x82, 3, 1, 2, 3]])
-        #expect(try await fine.read(maxLength: 100) == [1, 2, 3])
+        #expect(try await fine.read(maximumCount: 100) == [1, 2, 3])
     }
 }

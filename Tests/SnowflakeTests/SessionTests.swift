@@ -2,6 +2,7 @@ import PosternCrypto
 import PosternTestSupport
 import Foundation
 import Testing
+import TransportWire
 @testable import SnowflakeTransport
 
 @Suite struct SessionPieceTests {
@@ -13,7 +14,7 @@ import Testing
     }
 
     @Test func clientFramesAreMaskedBinary() {
-        let frame = WebSocketByteStream.frame(opcode: 2, payload: Array(repeating: 0x55, count: 300))
+        let frame = WebSocketFrameEncoder.frame(.binary, payload: Array(repeating: 0x55, count: 300))
         #expect(frame[0] == 0x82)
         #expect(frame[1] == 0x80 | 126 && frame[2] == 1 && frame[3] == 44)
         let mask = Array(frame[4..<8])

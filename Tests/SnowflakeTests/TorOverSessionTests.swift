@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TransportWire
 @testable import SnowflakeTransport
 
 /// A real tor client bootstraps through our KCP/smux session and fetches the test bed's 4 MiB blob:
@@ -111,7 +112,7 @@ func runTorAndFetchBlob(bed: SnowflakeTestBed, transportPort: UInt16,
 /// WebSocket to `relay`. It ignores the CONNECT target and the PT arguments (as snowflake does),
 /// and grants at once.
 final class SOCKSSessionListener: @unchecked Sendable {
-    typealias CarrierFactory = @Sendable () async throws -> any SnowflakeByteStream
+    typealias CarrierFactory = @Sendable () async throws -> any ByteStream
     let port: UInt16
     private let fd: Int32
     private let makeCarrier: CarrierFactory
@@ -188,7 +189,7 @@ final class SOCKSSessionListener: @unchecked Sendable {
             var buffer: [UInt8] = []
             func need(_ n: Int) async throws -> [UInt8] {
                 while buffer.count < n {
-                    let piece = try await client.read(maxLength: 4096)
+                    let piece = try await client.read(maximumCount: 4096)
                     if piece.isEmpty { throw SnowflakeError(code: .closed, kind: .network, message: "SOCKS client left") }
                     buffer += piece
                 }
@@ -220,7 +221,7 @@ final class SOCKSSessionListener: @unchecked Sendable {
             if !buffer.isEmpty { try await session.write(buffer) }
             let upstream = Task {
                 while true {
-                    let bytes = try await client.read(maxLength: 64 * 1024)
+                    let bytes = try await client.read(maximumCount: 64 * 1024)
                     if bytes.isEmpty { try await session.finish(); return }
                     try await session.write(bytes)
                 }

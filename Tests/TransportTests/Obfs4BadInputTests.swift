@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 import TransportBase
+import TransportWire
 import TransportTestSupport
 @testable import Obfs4Transport
 
@@ -325,7 +326,7 @@ private func expectDialFailure(_ transport: Obfs4Transport, _ endpoint: Transpor
 
         let payload = SecureRandom.bytes(5000)
         let writing = Task { try await connection.write(payload) }
-        let echoed = try await withTimeout(.seconds(30), expired: { writing.cancel(); connection.close() }) {
+        let echoed = try await withDeadline(.seconds(30), expired: { writing.cancel(); connection.close() }) {
             try await Self.read(payload.count, from: connection)
         }
         let echoedIntact = echoed == payload

@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
 import TransportBase
+import TransportWire
 
 /// The obfs4 client (spec: obfs4proxy 0.0.14's doc/obfs4-spec.txt), interoperable with obfs4proxy and lyrebird.
 public struct Obfs4Transport: PluggableTransport {
@@ -60,7 +61,7 @@ public struct Obfs4Transport: PluggableTransport {
         let socket = try await context.dialer.connect(to: endpoint, timeout: connectTimeout)
         let timeout = handshakeTimeout
         do {
-            let outcome = try await withTimeout(timeout, expired: {
+            let outcome = try await withDeadline(timeout, expired: {
                 socket.abort(with: TransportError(code: .obfs4HandshakeTimeout, kind: .timeout,
                                                   message: "no valid handshake from the server within \(timeout) (a rejecting bridge stays silent)"))
             }) {

@@ -1,4 +1,5 @@
 import Foundation
+import TransportWire
 
 // Hostile input: the broker's (or AMP cache's) HTTP answer is parsed by HTTPResponseReader below;
 // its comment states the caps. The decoded body goes to BrokerMessages.swift and, for an answer, to
@@ -144,7 +145,11 @@ public struct BrokerRendezvous: Sendable {
         let stream = try await connector.connect(host: target.connectHost, port: target.connectPort,
                                                  tlsServerName: target.tlsServerName)
         defer { stream.close() }
-        try await stream.write(HTTPRequest(method: method, path: target.path, host: target.hostHeader, body: body).encoded)
+        do {
+            try await stream.write(HTTPRequest(method: method, path: target.path, host: target.hostHeader, body: body).encoded)
+        } catch {
+            throw SnowflakeError(streamFailure: error)
+        }
         return try await HTTPResponse.read(from: stream, bodyLimit: Self.readLimit, peer: peer, deadline: deadline)
     }
 }
@@ -176,11 +181,16 @@ package struct HTTPResponse {
     /// Reads one response from `stream`. Each read waits at most the stream's own read timeout, and
     /// the whole response at most until `deadline` (checked after every read), so a peer that drips
     /// a byte at a time cannot hold the rendezvous longer than deadline + one read timeout.
-    static func read(from stream: any SnowflakeByteStream, bodyLimit: Int, peer: String = "the broker",
+    static func read(from stream: any ByteStream, bodyLimit: Int, peer: String = "the broker",
                      deadline: ContinuousClock.Instant? = nil) async throws(SnowflakeError) -> HTTPResponse {
         var reader = HTTPResponseReader(bodyLimit: bodyLimit, peer: peer)
         while true {
-            let piece = try await stream.read(maxLength: 16 * 1024)
+            let piece: [UInt8]
+            do {
+                piece = try await stream.read(maximumCount: 16 * 1024)
+            } catch {
+                throw SnowflakeError(streamFailure: error)
+            }
             if piece.isEmpty { return try reader.endOfStream() }
             if let response = try reader.append(piece) { return response }
             if let deadline, ContinuousClock.now >= deadline {
@@ -195,17 +205,18 @@ package struct HTTPResponse {
 /// response out when it is complete.
 ///
 /// Hostile input (the answer crosses CDNs, and anyone on the path of an http:// broker): no byte may
-/// trap, hang or grow memory without a cap. The head is at most headLimit bytes and headerCountLimit
-/// header lines; a chunk-size line at most chunkLineLimit bytes of hex digits, parsed with overflow
+/// trap, hang or grow memory without a cap. The head is read by TransportWire's HTTPHeadReader (its
+/// grammar and caps in HTTPResponseHead.swift), here with at most headLimit bytes and
+/// headerCountLimit header lines; a chunk-size line at most chunkLineLimit bytes of hex digits, parsed with overflow
 /// checks; every size is compared against what is left of bodyLimit before any sum (a chunk size of
 /// 7fffffffffffffff after a 1-byte chunk used to overflow `body.count + size`); a Content-Length is
 /// digits only and at most bodyLimit; a body without either ends at EOF, also at most bodyLimit.
 /// Impossible values are typed errors (broker-http, response-too-large).
 package struct HTTPResponseReader {
     /// Largest head (status line and headers).
-    package static let defaultHeadLimit = 16 * 1024
+    package static let defaultHeadLimit = HTTPHeadReader.maximumHeadBytes
     /// Most header lines.
-    package static let defaultHeaderCountLimit = 100
+    package static let defaultHeaderCountLimit = HTTPHeadReader.maximumFieldCount
     /// Longest chunk-size line (with extensions).
     package static let defaultChunkLineLimit = 1024
 
@@ -215,10 +226,9 @@ package struct HTTPResponseReader {
     package let headerCountLimit: Int
     package let chunkLineLimit: Int
     private let peer: String
+    private var head: HTTPHeadReader
     private var buffer: [UInt8] = []
     private var start = 0
-    /// Where the next search for the end of the head starts (bytes before it were searched).
-    private var searchedHead = 0
     private var status = 0
     private var headers: [(name: String, value: String)] = []
     private var body: [UInt8] = []
@@ -236,11 +246,12 @@ package struct HTTPResponseReader {
         self.headLimit = max(4, headLimit)
         self.headerCountLimit = max(0, headerCountLimit)
         self.chunkLineLimit = max(1, chunkLineLimit)
+        self.head = HTTPHeadReader(headLimit: self.headLimit, fieldCountLimit: self.headerCountLimit)
     }
 
     /// Bytes held now (undecoded input plus the body so far): never more than headLimit + 3 (or
     /// chunkLineLimit + 1) + bodyLimit + one read.
-    package var bufferedBytes: Int { buffer.count - start + body.count }
+    package var bufferedBytes: Int { head.bufferedCount + buffer.count - start + body.count }
 
     private func malformed(_ what: String) -> SnowflakeError {
         SnowflakeError(code: .brokerHTTP, kind: .protocolViolation, message: "\(peer) sent a malformed HTTP response: \(what)")
@@ -254,12 +265,25 @@ package struct HTTPResponseReader {
     /// Feeds bytes; the response once it is complete (later bytes are ignored).
     package mutating func append(_ bytes: some Collection<UInt8>) throws(SnowflakeError) -> HTTPResponse? {
         if case .done = stage { return response }
-        if start > 0 && start >= buffer.count / 2 {
-            buffer.removeFirst(start)
-            searchedHead = max(0, searchedHead - start)
+        if case .head = stage {
+            let parsed: (head: HTTPResponseHead, remainder: [UInt8])?
+            do {
+                parsed = try head.append(bytes)
+            } catch {
+                throw malformed(error.code == .httpTooLarge ? "the header section is too large (\(error.message))" : error.message)
+            }
+            guard let parsed else { return nil }
+            try startBody(parsed.head)
+            head = HTTPHeadReader(headLimit: 1, fieldCountLimit: 0)  // done: its buffer is released
+            buffer = parsed.remainder
             start = 0
+        } else {
+            if start > 0 && start >= buffer.count / 2 {
+                buffer.removeFirst(start)
+                start = 0
+            }
+            buffer.append(contentsOf: bytes)
         }
-        buffer.append(contentsOf: bytes)
         try advance()
         if case .done = stage { return response }
         return nil
@@ -288,17 +312,7 @@ package struct HTTPResponseReader {
             case .done:
                 return
             case .head:
-                guard let end = find([13, 10, 13, 10], from: max(start, searchedHead)) else {
-                    searchedHead = max(start, buffer.count - 3)
-                    // Too large only once no terminator can start within the limit: with fewer
-                    // bytes its first three may be here already (found by BrokerHTTPResponseFuzzer:
-                    // the verdict depended on the split).
-                    guard available < headLimit + 4 else { throw malformed("the header section is too large") }
-                    return
-                }
-                guard end - start <= headLimit else { throw malformed("the header section is too large") }
-                try parseHead(buffer[start..<end])
-                start = end + 4
+                return  // append hands the head to HTTPHeadReader
             case .chunkSize:
                 guard let end = find([13, 10], from: start) else {
                     guard available < chunkLineLimit + 2 else { throw malformed("a chunk-size line is too long") }
@@ -353,47 +367,12 @@ package struct HTTPResponseReader {
         return nil
     }
 
-    private mutating func parseHead(_ bytes: ArraySlice<UInt8>) throws(SnowflakeError) {
-        // Byte-level: lines split at CRLF, names lower-cased in ASCII, values trimmed of spaces and
-        // tabs (what the Foundation string calls did, at a fraction of the cost).
-        var lines: [ArraySlice<UInt8>] = []
-        var lineStart = bytes.startIndex
-        var index = bytes.startIndex
-        while index < bytes.endIndex {
-            if bytes[index] == 13, index + 1 < bytes.endIndex, bytes[index + 1] == 10 {
-                lines.append(bytes[lineStart..<index])
-                index += 2
-                lineStart = index
-                guard lines.count <= headerCountLimit + 1 else {
-                    throw malformed("it has more than \(headerCountLimit) header lines")
-                }
-            } else {
-                index += 1
-            }
-        }
-        lines.append(bytes[lineStart..<bytes.endIndex])
-        guard lines.count - 1 <= headerCountLimit else { throw malformed("it has more than \(headerCountLimit) header lines") }
-        // "HTTP/1.x NNN reason": exactly three digits after the first space.
-        let statusLine = lines[0]
-        guard statusLine.starts(with: Array("HTTP/1.".utf8)), let space = statusLine.firstIndex(of: 32),
-              statusLine.index(space, offsetBy: 4, limitedBy: statusLine.endIndex).map({ $0 <= statusLine.endIndex }) == true else {
-            throw malformed("a bad status line")
-        }
-        let digits = statusLine[(space + 1)..<(space + 4)]
-        guard digits.allSatisfy({ $0 >= 48 && $0 <= 57 }), space + 4 == statusLine.endIndex || statusLine[space + 4] == 32 else {
-            throw malformed("a bad status line")
-        }
-        status = digits.reduce(0) { $0 * 10 + Int($1 - 48) }
-        func trimmed(_ slice: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-            var slice = slice
-            while let first = slice.first, first == 32 || first == 9 { slice = slice.dropFirst() }
-            while let last = slice.last, last == 32 || last == 9 { slice = slice.dropLast() }
-            return slice
-        }
-        for line in lines.dropFirst() where !line.isEmpty {
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw malformed("a header without a colon") }
-            let name = line[..<colon].map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }
-            headers.append((String(decoding: name, as: UTF8.self), String(decoding: trimmed(line[(colon + 1)...]), as: UTF8.self)))
+    /// The framing of the body, from the head (names lower-cased, values as text).
+    private mutating func startBody(_ parsed: HTTPResponseHead) throws(SnowflakeError) {
+        status = parsed.status
+        headers = parsed.fields.map { field in
+            (String(decoding: field.name.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self),
+             String(decoding: field.value, as: UTF8.self))
         }
         let response = self.response
         if response.header("transfer-encoding")?.lowercased().contains("chunked") == true {

@@ -4,22 +4,12 @@ import PosternSystem
 #endif
 import Dispatch
 import Synchronization
-
-/// A bidirectional byte stream, as the snowflake pieces need it (broker HTTP, a WebSocket, later a
-/// DataChannel). Deliberately small so that TransportBase's stream type can be adapted to it.
-public protocol SnowflakeByteStream: Sendable {
-    /// Writes all bytes or throws.
-    func write(_ bytes: [UInt8]) async throws(SnowflakeError)
-    /// Up to `maxLength` bytes; an empty array means the peer closed its side.
-    func read(maxLength: Int) async throws(SnowflakeError) -> [UInt8]
-    /// Closes both directions; pending and later calls fail with `.closed`.
-    func close()
-}
+import TransportWire
 
 /// Opens the stream a broker request travels over. `tlsServerName` is set for https URLs: the
 /// connector must then run TLS with that SNI (the front, when domain fronting).
 public protocol SnowflakeStreamConnector: Sendable {
-    func connect(host: String, port: UInt16, tlsServerName: String?) async throws(SnowflakeError) -> any SnowflakeByteStream
+    func connect(host: String, port: UInt16, tlsServerName: String?) async throws(SnowflakeError) -> any ByteStream
 }
 
 /// Plain TCP (no TLS): enough for the test bed's broker and WebSocket server. Refuses https.
@@ -31,7 +21,7 @@ public struct PlainTCPConnector: SnowflakeStreamConnector {
         self.timeoutSeconds = timeoutSeconds
     }
 
-    public func connect(host: String, port: UInt16, tlsServerName: String?) async throws(SnowflakeError) -> any SnowflakeByteStream {
+    public func connect(host: String, port: UInt16, tlsServerName: String?) async throws(SnowflakeError) -> any ByteStream {
         guard tlsServerName == nil else {
             throw SnowflakeError(code: .unsupported, kind: .invalidInput,
                                  message: "this connector speaks plain TCP only; TLS (https) needs another connector")
@@ -42,7 +32,7 @@ public struct PlainTCPConnector: SnowflakeStreamConnector {
 
 /// A TCP connection. Blocking socket calls run on the stream's own dispatch queues (one per
 /// direction), never on the cooperative pool. The descriptor has one owner and is closed once.
-public final class TCPByteStream: SnowflakeByteStream {
+public final class TCPByteStream: ByteStream {
     private let descriptor: Mutex<Int32>
     private let readQueue = DispatchQueue(label: "snowflake.tcp.read")
     private let writeQueue = DispatchQueue(label: "snowflake.tcp.write")
@@ -90,11 +80,11 @@ public final class TCPByteStream: SnowflakeByteStream {
         try result.get()
     }
 
-    public func read(maxLength: Int) async throws(SnowflakeError) -> [UInt8] {
+    public func read(maximumCount: Int) async throws(SnowflakeError) -> [UInt8] {
         let fd = currentDescriptor
         let result: Result<[UInt8], SnowflakeError> = await withCheckedContinuation { continuation in
             readQueue.async {
-                var buffer = [UInt8](repeating: 0, count: max(1, maxLength))
+                var buffer = [UInt8](repeating: 0, count: max(1, maximumCount))
                 do throws(SystemCallError) {
                     let n = try SystemCall.retrying("recv") { buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) } }
                     continuation.resume(returning: .success(Array(buffer.prefix(n))))
@@ -104,6 +94,12 @@ public final class TCPByteStream: SnowflakeByteStream {
             }
         }
         return try result.get()
+    }
+
+    /// Half-closes: the peer reads end of stream, reading continues.
+    public func closeWrite() async {
+        let fd = currentDescriptor
+        if fd >= 0 { _ = shutdown(fd, Int32(SHUT_WR)) }
     }
 
     public func close() {

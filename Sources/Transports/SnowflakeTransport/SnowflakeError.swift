@@ -1,4 +1,5 @@
 import PosternSystem
+import TransportWire
 
 /// The one public error type of the snowflake transport: the shape of every public Postern error
 /// (``CodedError``), open sets of codes and kinds, so that new failures can be added without
@@ -21,6 +22,8 @@ extension SnowflakeError.Code {
     public static let dataChannelFlood = Self("data-channel-flood")
     /// A WebSocket frame longer than the cap (or with an impossible length).
     public static let webSocketFrameTooLarge = Self("websocket-frame-too-large")
+    /// The WebSocket server broke RFC 6455 otherwise (a masked or reserved frame, bad UTF-8 text).
+    public static let webSocketProtocol = Self("websocket-protocol")
     public static let brokerMessageMalformed = Self("broker-message-malformed")
     public static let brokerError = Self("broker-error")
     public static let brokerHTTP = Self("broker-http")
@@ -39,4 +42,23 @@ extension SnowflakeError.Code {
 extension SnowflakeError.Kind {
     /// The broker answered, but with a refusal (no proxies, timeout, unknown bridge).
     public static let refused = Self("refused")
+}
+
+extension SnowflakeError {
+    /// A failure of a stream below (TCP, TLS, a WebSocket, a data channel) as a snowflake error:
+    /// snowflake's own errors as they are, the shared wire code's with the same message under the
+    /// matching snowflake code (a TLS failure is a connection failure, as it always was here).
+    public init(streamFailure error: any Error) {
+        if let error = error as? SnowflakeError {
+            self = error
+        } else if let error = error as? WireError {
+            switch error.code {
+            case .timeout: self.init(code: .timeout, kind: .network, message: error.message)
+            case .closed: self.init(code: .closed, kind: .network, message: error.message)
+            default: self.init(code: .connection, kind: .network, message: error.message)
+            }
+        } else {
+            self.init(code: .connection, kind: .network, message: "\(error)")
+        }
+    }
 }

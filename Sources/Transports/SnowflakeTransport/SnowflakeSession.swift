@@ -1,4 +1,5 @@
 import Synchronization
+import TransportWire
 
 // One snowflake client session: the tor byte stream as one smux v2 stream, over one KCP
 // conversation, over Turbo Tunnel encapsulation on a carrier (a DataChannel; in tests a WebSocket
@@ -32,8 +33,8 @@ public actor SnowflakeSession {
     private var stream = SmuxStreamState()
     private var encapsulation = Encapsulation.Decoder()
     private var frames = SmuxFrame.Decoder()
-    private var carrier: (any SnowflakeByteStream)?
-    private var dialer: (@Sendable () async throws -> any SnowflakeByteStream)?
+    private var carrier: (any ByteStream)?
+    private var dialer: (@Sendable () async throws -> any ByteStream)?
     private var lastInbound: UInt32 = 0
     /// Since when KCP has had unacknowledged data (nil: none in flight).
     private var inFlightSince: UInt32?
@@ -42,7 +43,7 @@ public actor SnowflakeSession {
     /// Carriers taken from the spares (failovers without a rendezvous).
     public private(set) var sparesUsed = 0
     /// Ready spare carriers, with the time each was collected.
-    private var spares: [(stream: any SnowflakeByteStream, since: UInt32)] = []
+    private var spares: [(stream: any ByteStream, since: UInt32)] = []
     private var sparesWanted = 0
     /// How many spares are ready now.
     public var spareCount: Int { spares.count }
@@ -92,11 +93,11 @@ public actor SnowflakeSession {
     }
 
     /// Starts the session on one carrier only: when it ends, the session ends.
-    public func start(carrier: any SnowflakeByteStream) async throws(SnowflakeError) {
-        let once = Mutex<(any SnowflakeByteStream)?>(carrier)
+    public func start(carrier: any ByteStream) async throws(SnowflakeError) {
+        let once = Mutex<(any ByteStream)?>(carrier)
         do {
             try await start(dialer: {
-                guard let next = once.withLock({ c -> (any SnowflakeByteStream)? in defer { c = nil }; return c }) else {
+                guard let next = once.withLock({ c -> (any ByteStream)? in defer { c = nil }; return c }) else {
                     throw SnowflakeError(code: .closed, kind: .network, message: "the only carrier has closed")
                 }
                 return next
@@ -114,7 +115,7 @@ public actor SnowflakeSession {
     /// the smux SYN, then runs the 10 ms KCP clock and the carrier reader, redialling through
     /// `dialer` whenever the carrier is lost. With `spares` > 0 it also keeps that many further
     /// carriers ready through `dialer`.
-    public func start(dialer: @escaping @Sendable () async throws -> any SnowflakeByteStream,
+    public func start(dialer: @escaping @Sendable () async throws -> any ByteStream,
                       redialLimit: Duration = SnowflakeSession.defaultRedialLimit, spares: Int = 0) async throws {
         self.dialer = dialer
         self.redialLimit = redialLimit
@@ -136,7 +137,7 @@ public actor SnowflakeSession {
             while !Task.isCancelled {
                 guard let self, let carrier = await self.currentCarrier() else { return }
                 do {
-                    let bytes = try await carrier.read(maxLength: 64 * 1024)
+                    let bytes = try await carrier.read(maximumCount: 64 * 1024)
                     if bytes.isEmpty {
                         throw SnowflakeError(code: .closed, kind: .network, message: "the carrier closed")
                     }
@@ -176,7 +177,7 @@ public actor SnowflakeSession {
         return sparesWanted - spares.count
     }
 
-    private func addSpare(_ stream: any SnowflakeByteStream) {
+    private func addSpare(_ stream: any ByteStream) {
         guard !ended else {
             stream.close()
             return
@@ -184,12 +185,16 @@ public actor SnowflakeSession {
         spares.append((stream, now))
     }
 
-    private func currentCarrier() -> (any SnowflakeByteStream)? { ended ? nil : carrier }
+    private func currentCarrier() -> (any ByteStream)? { ended ? nil : carrier }
 
     /// A new carrier: preamble first, and a fresh decoder (chunks never span carriers). On a
     /// replacement, whatever was in flight goes out again at once.
-    private func attach(_ next: any SnowflakeByteStream) async throws(SnowflakeError) {
-        try await next.write(clientID.carrierPreamble)
+    private func attach(_ next: any ByteStream) async throws(SnowflakeError) {
+        do {
+            try await next.write(clientID.carrierPreamble)
+        } catch {
+            throw SnowflakeError(streamFailure: error)
+        }
         carrier = next
         carriersUsed += 1
         encapsulation = Encapsulation.Decoder()
@@ -203,7 +208,7 @@ public actor SnowflakeSession {
     }
 
     /// Replaces a failed carrier; false when the session has ended.
-    private func redial(after error: any Error, from failed: any SnowflakeByteStream) async -> Bool {
+    private func redial(after error: any Error, from failed: any ByteStream) async -> Bool {
         failed.close()
         guard !ended else { return false }
         if let current = carrier, current as AnyObject !== failed as AnyObject { return true }  // already replaced

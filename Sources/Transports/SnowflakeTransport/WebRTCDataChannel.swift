@@ -1,6 +1,7 @@
 internal import CUsrsctp
 import Foundation
 import Synchronization
+import TransportWire
 
 // A WebRTC data channel to a snowflake proxy, assembled from its parts:
 //
@@ -67,7 +68,7 @@ enum SCTPSocketSlot {
     case closed
 }
 
-public final class WebRTCDataChannel: SnowflakeByteStream {
+public final class WebRTCDataChannel: ByteStream {
     let core: Core
 
     /// The shared state of the pipeline; the C callbacks reach it through an unmanaged reference.
@@ -378,10 +379,10 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
         }
     }
 
-    public func read(maxLength: Int) async throws(SnowflakeError) -> [UInt8] {
+    public func read(maximumCount: Int) async throws(SnowflakeError) -> [UInt8] {
         while true {
             let (data, closed, failure) = core.state.withLock { s -> ([UInt8], Bool, SnowflakeError?) in
-                let take = min(maxLength, s.inbound.count)
+                let take = min(max(1, maximumCount), s.inbound.count)
                 let data = Array(s.inbound.prefix(take))
                 s.inbound.removeFirst(take)
                 return (data, s.closed, s.failure)
@@ -404,6 +405,9 @@ public final class WebRTCDataChannel: SnowflakeByteStream {
 
     /// When the last message arrived (the reference client redials after 20 s of silence).
     public var lastInbound: ContinuousClock.Instant { core.state.withLock { $0.lastInbound } }
+
+    /// A data channel has no half-close: the session ends with `close`.
+    public func closeWrite() async {}
 
     public func close() {
         core.state.withLock { $0.closed = true }

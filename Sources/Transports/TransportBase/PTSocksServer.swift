@@ -1,3 +1,5 @@
+import TransportWire
+
 /// The in-process way to serve tor: a SOCKS5 listener on 127.0.0.1 for one transport.
 ///
 /// tor is configured with `ClientTransportPlugin <name> socks5 127.0.0.1:<port>`; for each bridge
@@ -147,7 +149,7 @@ struct SocksSession {
         let client = self.client
         let negotiated: (PreparedDial, TransportEndpoint, [UInt8])
         do {
-            negotiated = try await withTimeout(negotiationTimeout, expired: {
+            negotiated = try await withDeadline(negotiationTimeout, expired: {
                 client.abort(with: TransportError(code: .timedOut, kind: .timeout, message: "SOCKS negotiation timed out"))
             }) {
                 try await Self.negotiate(client: client, transport: transport, admission: admission)

@@ -1,14 +1,8 @@
-/// A bidirectional byte stream produced by a transport (or a plain TCP socket).
-///
-/// One reader and one writer may use it concurrently. `read` returns an empty array at end of
-/// stream. `close` may be called from anywhere and makes pending operations fail.
-public protocol TransportConnection: AnyObject, Sendable {
-    func read(maximumCount: Int) async throws -> [UInt8]
-    func write(_ bytes: [UInt8]) async throws
-    /// Signals end of stream to the peer where the transport can express it.
-    func closeWrite() async
-    func close()
-}
+import TransportWire
+
+/// A bidirectional byte stream produced by a transport (or a plain TCP socket): TransportWire's
+/// one stream protocol, under the name the transports have always used.
+public typealias TransportConnection = ByteStream
 
 /// Something that happened inside a transport, for logs and status lines.
 ///

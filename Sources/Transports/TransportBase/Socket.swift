@@ -6,6 +6,7 @@ import PosternSystem
 import Glibc
 #endif
 import Synchronization
+import TransportWire
 
 enum SocketErrors {
     static func fromErrno(_ code: Int32, operation: String) -> TransportError {
@@ -69,7 +70,7 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
         if result != 0 {
             let code = errno
             guard code == EINPROGRESS else { throw SocketErrors.fromErrno(code, operation: "connect") }
-            try await withTimeout(timeout, expired: {
+            try await withDeadline(timeout, expired: {
                 socket.abort(with: TransportError(code: .timedOut, kind: .timeout, message: "connect timed out"))
             }) {
                 try await socket.waitUntilConnected()
@@ -199,17 +200,3 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
     }
 }
 
-/// Runs `operation`; if `timeout` passes first, calls `expired` (which must make the operation fail,
-/// typically by aborting its socket).
-public func withTimeout<T: Sendable>(
-    _ timeout: Duration,
-    expired: @escaping @Sendable () -> Void,
-    operation: () async throws -> T
-) async throws -> T {
-    let timer = Task {
-        try await Task.sleep(for: timeout)
-        expired()
-    }
-    defer { timer.cancel() }
-    return try await operation()
-}

@@ -1,4 +1,5 @@
 import PosternSystem
+import TransportWire
 
 /// The proxy a managed PT must use for its outgoing connections (`TOR_PT_PROXY`, pt-spec §3.2).
 ///
@@ -71,7 +72,7 @@ public struct OutboundDialer: Sendable {
         guard let proxy else { return try await TCPSocket.connect(to: endpoint, timeout: timeout) }
         let socket = try await TCPSocket.connect(to: proxy.endpoint, timeout: timeout)
         do {
-            try await withTimeout(timeout, expired: {
+            try await withDeadline(timeout, expired: {
                 socket.abort(with: TransportError(code: .timedOut, kind: .timeout, message: "the upstream proxy did not answer in time"))
             }) {
                 try await Self.socks5Connect(socket, proxy: proxy, target: endpoint)

@@ -1,6 +1,7 @@
 import BridgeConfig
 import Synchronization
 import TransportBase
+import TransportWire
 
 /// The webtunnel client (reference: lyrebird v0.5.0 transports/webtunnel; wire format in
 /// UpgradeFraming.swift): TCP to the url host, TLS, an HTTP/1.1 upgrade on the bridge's secret
@@ -110,14 +111,14 @@ public struct WebtunnelTransport: PluggableTransport {
         stageReached(.tcp)
         let timeout = handshakeTimeout
         do {
-            return try await withTimeout(timeout, expired: {
+            return try await withDeadline(timeout, expired: {
                 socket.abort(with: TransportError(code: .webtunnelHandshakeTimeout, kind: .timeout,
                                                   message: "TLS and the upgrade did not complete within \(timeout)"))
             }) {
                 let stream: any TransportConnection
                 if options.scheme == .https {
-                    stream = try await WebtunnelTLSStream.handshake(over: socket, serverName: options.serverName,
-                                                                    serverNameIsIP: options.serverNameIsIPLiteral, caFile: caFile)
+                    stream = try await TLSClientStream.handshake(over: socket, options: TLSClientOptions(
+                        serverName: options.serverName, serverNameIsIP: options.serverNameIsIPLiteral, caFile: caFile))
                     stageReached(.tls)
                 } else {
                     stream = socket
@@ -128,6 +129,10 @@ public struct WebtunnelTransport: PluggableTransport {
                 stageReached(.switched)
                 return WebtunnelConnection(stream: stream, early: early)
             }
+        } catch let error as WireError {
+            // The TLS stream's failures, under webtunnel's code as before.
+            socket.close()
+            throw TransportError(code: .webtunnelTLSFailed, kind: .protocolViolation, message: error.message)
         } catch {
             socket.close()
             throw error

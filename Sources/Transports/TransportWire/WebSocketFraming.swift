@@ -1,4 +1,5 @@
-// RFC 6455 framing, client side.
+// RFC 6455 framing, client side: the one WebSocket codec (the app layer's relay connections and
+// snowflake's WebSocket carrier both use it).
 //
 // Wire format of one frame (all lengths big-endian):
 //   byte 0: FIN(1) RSV1-3(3, must be 0: we negotiate no extension) opcode(4)
@@ -15,12 +16,15 @@
 // UInt64 (a 64-bit length with its top bit set is a 1002 violation) and compared with the message
 // cap minus what the message already holds before it is ever converted to Int or buffered, so a
 // length of 2^62 costs nothing (1009); control frames are at most 125 bytes. The parser holds at
-// most one message under the cap plus one read.
+// most one message under the cap plus one read. A frame's length is refused when it is over the
+// cap or has its top bit set (`Violation.lengthRefused`), which a byte-stream user reports apart.
+// The parser does no I/O: its user bounds each wait (the app layer's idle timeout, snowflake's
+// session redial).
 import PosternCrypto
 import Foundation
-import PosternCore
 import PosternSystem
 
+/// A whole data message.
 public enum WebSocketMessage: Sendable, Hashable {
     case text(String)
     case binary(Data)
@@ -44,14 +48,14 @@ public struct WebSocketCloseStatus: Sendable, Hashable, CustomStringConvertible 
     public var description: String { reason.isEmpty ? "\(code)" : "\(code) \(PlainText.visible(reason))" }
 }
 
-enum WebSocketOpcode: UInt8 {
+public enum WebSocketOpcode: UInt8, Sendable {
     case continuation = 0, text = 1, binary = 2, close = 8, ping = 9, pong = 10
-    var isControl: Bool { rawValue >= 8 }
+    public var isControl: Bool { rawValue >= 8 }
 }
 
-enum WebSocketFrameEncoder {
+public enum WebSocketFrameEncoder {
     /// One masked client frame.
-    static func frame(_ opcode: WebSocketOpcode, payload: some Collection<UInt8>, fin: Bool = true) -> [UInt8] {
+    public static func frame(_ opcode: WebSocketOpcode, payload: some Collection<UInt8>, fin: Bool = true) -> [UInt8] {
         var bytes: [UInt8] = [(fin ? 0x80 : 0) | opcode.rawValue]
         let length = payload.count
         if length < 126 {
@@ -75,14 +79,14 @@ enum WebSocketFrameEncoder {
         return bytes
     }
 
-    static func close(_ status: WebSocketCloseStatus) -> [UInt8] {
+    public static func close(_ status: WebSocketCloseStatus) -> [UInt8] {
         var payload = [UInt8(status.code >> 8), UInt8(status.code & 0xFF)]
         payload += Array(status.reason.utf8.prefix(123))
         return frame(.close, payload: payload)
     }
 
     /// A data message split into frames of at most `fragmentSize` payload bytes.
-    static func message(_ message: WebSocketMessage, fragmentSize: Int = Int.max) -> [UInt8] {
+    public static func message(_ message: WebSocketMessage, fragmentSize: Int = Int.max) -> [UInt8] {
         let (opcode, payload): (WebSocketOpcode, [UInt8]) = switch message {
         case .text(let text): (.text, Array(text.utf8))
         case .binary(let data): (.binary, Array(data))
@@ -100,7 +104,7 @@ enum WebSocketFrameEncoder {
 }
 
 /// What the parser found in the bytes received so far.
-enum WebSocketEvent: Equatable {
+public enum WebSocketEvent: Equatable, Sendable {
     case message(WebSocketMessage)
     case ping([UInt8])
     case pong([UInt8])
@@ -109,19 +113,23 @@ enum WebSocketEvent: Equatable {
 
 /// Incremental parser for server frames, with message reassembly and the inbound size cap. Any
 /// violation throws a ``WebSocketCloseStatus`` error carrying the code to close with.
-struct WebSocketFrameParser {
-    struct Violation: Error, Equatable {
-        let status: WebSocketCloseStatus
+public struct WebSocketFrameParser: Sendable {
+    public struct Violation: Error, Equatable {
+        /// The code and reason to close with.
+        public let status: WebSocketCloseStatus
+        /// The frame's length was refused: over the cap, or a 64-bit length with its top bit set.
+        public let lengthRefused: Bool
     }
 
-    let maximumMessageBytes: Int
+    public let maximumMessageBytes: Int
     private var buffer: [UInt8] = []
     private var fragmentOpcode: WebSocketOpcode?
     private var fragments: [UInt8] = []
 
-    init(maximumMessageBytes: Int) { self.maximumMessageBytes = maximumMessageBytes }
+    public init(maximumMessageBytes: Int) { self.maximumMessageBytes = maximumMessageBytes }
 
-    mutating func feed(_ bytes: some Collection<UInt8>) throws(Violation) -> [WebSocketEvent] {
+    /// Feeds one read; the events it completed, in order.
+    public mutating func feed(_ bytes: some Collection<UInt8>) throws(Violation) -> [WebSocketEvent] {
         buffer += bytes
         var events: [WebSocketEvent] = []
         var consumed = 0
@@ -132,8 +140,8 @@ struct WebSocketFrameParser {
         return events
     }
 
-    private static func violation(_ code: UInt16, _ reason: String) -> Violation {
-        Violation(status: WebSocketCloseStatus(code: code, reason: reason))
+    private static func violation(_ code: UInt16, _ reason: String, lengthRefused: Bool = false) -> Violation {
+        Violation(status: WebSocketCloseStatus(code: code, reason: reason), lengthRefused: lengthRefused)
     }
 
     /// nil: need more bytes. .some(nil): a frame that completes nothing yet (a fragment).
@@ -157,7 +165,7 @@ struct WebSocketFrameParser {
         } else if length == 127 {
             guard available >= 10 else { return nil }
             length = (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(buffer[base + 2 + $1]) }
-            guard length >> 63 == 0 else { throw Self.violation(WebSocketCloseStatus.protocolError, "64-bit length with the top bit set") }
+            guard length >> 63 == 0 else { throw Self.violation(WebSocketCloseStatus.protocolError, "64-bit length with the top bit set", lengthRefused: true) }
             header = 10
         }
         if opcode.isControl {
@@ -167,7 +175,7 @@ struct WebSocketFrameParser {
             // Enforce the cap from the header, before buffering the payload.
             let soFar = opcode == .continuation ? fragments.count : 0
             guard length <= UInt64(maximumMessageBytes - soFar) else {
-                throw Self.violation(WebSocketCloseStatus.messageTooBig, "message over \(maximumMessageBytes) bytes")
+                throw Self.violation(WebSocketCloseStatus.messageTooBig, "message over \(maximumMessageBytes) bytes", lengthRefused: true)
             }
         }
         guard UInt64(available - header) >= length else { return nil }
@@ -212,38 +220,5 @@ struct WebSocketFrameParser {
             throw violation(WebSocketCloseStatus.invalidPayload, "text message is not UTF-8")
         }
         return .text(text)
-    }
-}
-
-/// The server-frame parser for the `WebSocketFrameFuzzer` libFuzzer target. `package` access: the
-/// fuzz targets of this package reach it; the parser itself stays internal.
-package enum WebSocketFuzzEntry {
-    package enum Event: Equatable {
-        case message(WebSocketMessage)
-        case ping([UInt8])
-        case pong([UInt8])
-        case close(WebSocketCloseStatus?)
-    }
-
-    /// Feeds `pieces` in order; returns the events and, if the stream broke the protocol, the close
-    /// code the client would answer with.
-    package static func parse(_ pieces: [ArraySlice<UInt8>], maximumMessageBytes: Int) -> (events: [Event], closeCode: UInt16?) {
-        var parser = WebSocketFrameParser(maximumMessageBytes: maximumMessageBytes)
-        var events: [Event] = []
-        do {
-            for piece in pieces {
-                for event in try parser.feed(piece) {
-                    switch event {
-                    case .message(let message): events.append(.message(message))
-                    case .ping(let payload): events.append(.ping(payload))
-                    case .pong(let payload): events.append(.pong(payload))
-                    case .close(let status): events.append(.close(status))
-                    }
-                }
-            }
-        } catch {
-            return (events, error.status.code)
-        }
-        return (events, nil)
     }
 }

@@ -1,0 +1,28 @@
+import PosternSystem
+
+/// The errors of the shared wire code (HTTP/1.1 heads, WebSocket, TLS, deadlines): the shape of
+/// every public Postern error (``CodedError``). Each transport turns them into its own error type
+/// with its own codes; the messages are fragments written to be placed after the transport's own
+/// words ("the server's answer is not HTTP: " + message), and never hold a peer's address or secret.
+public typealias WireError = CodedError<WireErrorDomain>
+
+public enum WireErrorDomain: ErrorDomain {
+    public static var defaultKind: WireError.Kind { .protocolViolation }
+}
+
+extension WireError.Code {
+    /// An HTTP/1.1 response head that breaks RFC 9112's grammar (status line or a header line).
+    public static let httpMalformed = Self("http-malformed")
+    /// An HTTP/1.1 response head past a cap (head bytes, header lines, line length).
+    public static let httpTooLarge = Self("http-too-large")
+    /// The server's answer to a WebSocket opening handshake is not a valid acceptance.
+    public static let webSocketHandshake = Self("websocket-handshake")
+    /// The TLS context or connection could not be set up (trust store, CA file, a bad name).
+    public static let tlsSetup = Self("tls-setup")
+    /// The TLS handshake failed (certificate not verified, no common version) or a record was refused.
+    public static let tlsFailed = Self("tls-failed")
+    /// The peer closed the connection before the exchange was complete.
+    public static let closed = Self("closed")
+    /// A deadline passed.
+    public static let timeout = Self("timeout")
+}
