@@ -3,6 +3,10 @@
 /// trim; a bare host gets `wss://`; `wss`/`https` become `wss`, `ws`/`http` become `ws`, any other
 /// scheme is rejected; the host is lower-cased; ports 443 and 80 and a bare `/` path are dropped;
 /// the fragment is removed. `.onion` hosts are ordinary host names here.
+///
+/// It lives with the settings store, not with the relay client in PosternAppLayer, because the store
+/// keeps custom relays in this form and checks them (normalized, unique, not built in, at most
+/// ``maximumCustom``) whenever it loads.
 public struct NostrRelayURL: Hashable, Sendable, CustomStringConvertible, LosslessStringConvertible {
     public let rawValue: String
 
