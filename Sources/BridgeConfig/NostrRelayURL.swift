@@ -1,3 +1,5 @@
+import PosternLinkSpec
+
 /// A Nostr relay address in the normalized form used for storage and de-duplication
 /// (the rules also listed in docs/BRIDGE-CONFIG.md):
 /// trim; a bare host gets `wss://`; `wss`/`https` become `wss`, `ws`/`http` become `ws`, any other
@@ -42,7 +44,7 @@ public struct NostrRelayURL: Hashable, Sendable, CustomStringConvertible, Lossle
         let authorityEnd = text.firstIndex { $0 == "/" || $0 == "?" } ?? text.endIndex
         let authority = text[..<authorityEnd]
         var pathAndQuery = String(text[authorityEnd...])
-        guard !authority.isEmpty, !authority.contains("@"), isValidHostAndOptionalPort(authority) else { throw malformed() }
+        guard !authority.isEmpty, !authority.contains("@"), BridgeArgumentSyntax.isHostAndOptionalPort(authority) else { throw malformed() }
 
         var host = authority
         var port: Substring?

@@ -1,5 +1,5 @@
-import BridgeConfig
 import Foundation
+import PosternLinkSpec
 import TransportBase
 
 /// The obfs4 client (spec: obfs4proxy 0.0.14's doc/obfs4-spec.txt), interoperable with obfs4proxy and lyrebird.
