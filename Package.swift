@@ -12,6 +12,7 @@ let package = Package(
     // is supported.
     products: [
         .library(name: "PosternCore", targets: ["PosternCore"]),
+        .library(name: "PosternLinkSpec", targets: ["PosternLinkSpec"]),
         .library(name: "BridgeConfig", targets: ["BridgeConfig"]),
         .library(name: "BridgeQR", targets: ["BridgeQR"]),
         .library(name: "PosternRuntime", targets: ["PosternRuntime"]),
@@ -46,21 +47,27 @@ let package = Package(
         // The one place for digests (SHA-1 for WebSocket only, SHA-256, SHA-512), HMAC, HKDF and
         // randomness; libsodium initialised once per process.
         .target(name: "PosternCrypto", dependencies: ["CSodium"], path: "Sources/PosternCrypto"),
-        .target(name: "BridgeConfig", dependencies: ["PosternSystem"], path: "Sources/BridgeConfig",
+        // The transport vocabulary, below every transport and the settings store (as arti's tor-linkspec
+        // and tor-ptmgr's transport names): transport names, bridge lines, addresses, fingerprints and
+        // arguments, the argument-rules protocol, redaction.
+        .target(name: "PosternLinkSpec", dependencies: ["PosternSystem"], path: "Sources/PosternLinkSpec"),
+        // The settings store on the vocabulary: pastes, import and export, built-in bridges, plugin
+        // records, custom Nostr relays.
+        .target(name: "BridgeConfig", dependencies: ["PosternSystem", "PosternLinkSpec"], path: "Sources/BridgeConfig",
                 resources: [.copy("Resources/builtin-bridges.json")]),
         // Bridge lines as a QR code (the JSON array bridges.torproject.org shares), for an app or the CLI.
-        .target(name: "BridgeQR", dependencies: ["PosternSystem", "BridgeConfig", "CQREncode"], path: "Sources/BridgeQR"),
+        .target(name: "BridgeQR", dependencies: ["PosternSystem", "PosternLinkSpec", "CQREncode"], path: "Sources/BridgeQR"),
         // What the transports share on the wire: the byte-stream protocol, deadlines, the HTTP/1.1
         // response-head reader, WebSocket framing and handshake, the TLS client stream (COpenSSL).
         .target(name: "TransportWire", dependencies: ["PosternSystem", "PosternCrypto", "COpenSSL"], path: "Sources/Transports/TransportWire"),
-        .target(name: "TransportBase", dependencies: ["PosternSystem", "BridgeConfig", "TransportWire", "CEpoll", "CSpawn"], path: "Sources/Transports/TransportBase"),
-        .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "TransportWire", "CSodium"],
+        .target(name: "TransportBase", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportWire", "CEpoll", "CSpawn"], path: "Sources/Transports/TransportBase"),
+        .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "CSodium"],
                 path: "Sources/Transports/Obfs4Transport"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
-        .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "BridgeConfig", "TransportBase", "TransportWire", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
+        .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
                 path: "Sources/Transports/SnowflakeTransport"),
         // The webtunnel client: TLS and an HTTP/1.1 upgrade (TransportWire), then tor's bytes unframed.
-        .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "TransportWire"], path: "Sources/Transports/WebtunnelTransport"),
+        .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportBase", "TransportWire"], path: "Sources/Transports/WebtunnelTransport"),
         // libnice, GLib/GObject and usrsctp opened with dlopen on the first snowflake connection
         // (CNice and CUsrsctp declare them but link nothing), so other routes never map them.
         .target(name: "CSnowflakeLibraries", dependencies: ["CNice"], path: "Sources/CSnowflakeLibraries"),
@@ -71,11 +78,11 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
         .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
-        .target(name: "PosternCore", dependencies: ["PosternSystem", "PosternCrypto", "CTor", "CSodium", "BridgeConfig", "TransportBase"],
+        .target(name: "PosternCore", dependencies: ["PosternSystem", "PosternCrypto", "CTor", "CSodium", "PosternLinkSpec", "TransportBase"],
                 path: "Sources/PosternCore"),
         // The session an app embeds (settings, transports, connection assist,
         // live SETCONF, status), the bridge health check.
-        .target(name: "PosternRuntime", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "BridgeConfig", "TransportBase", "TransportWire", "Obfs4Transport",
+        .target(name: "PosternRuntime", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternLinkSpec", "BridgeConfig", "TransportBase", "TransportWire", "Obfs4Transport",
                                                        "SnowflakeTransport", "WebtunnelTransport"],
                 path: "Sources/PosternRuntime"),
         // The app layer on top of the session: HTTP(S) and WebSocket through
@@ -87,16 +94,16 @@ let package = Package(
         .target(name: "TrialAnalysis", path: "Sources/TrialAnalysis"),
         // The A/B trial runner: child `postern run`s, the probe download, harness errors kept apart,
         // typed results, the HTML report, OONI measurements and merges (`postern ab` renders them).
-        .target(name: "PosternTrials", dependencies: ["PosternSystem", "BridgeConfig", "TransportBase", "TransportWire", "TrialAnalysis"], path: "Sources/PosternTrials"),
+        .target(name: "PosternTrials", dependencies: ["PosternSystem", "PosternLinkSpec", "BridgeConfig", "TransportBase", "TransportWire", "TrialAnalysis"], path: "Sources/PosternTrials"),
         .executableTarget(name: "postern",
-                          dependencies: ["PosternSystem", "PosternCore", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "BridgeQR",
+                          dependencies: ["PosternSystem", "PosternCore", "PosternLinkSpec", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "BridgeQR",
                                          "TrialAnalysis", "PosternRuntime", "PosternAppLayer", "PosternTrials"],
                           path: "Sources/postern"),
 
-        .testTarget(name: "BridgeConfigTests", dependencies: ["BridgeConfig", "PosternRuntime", "BridgeStoreCrashWriter"],
+        .testTarget(name: "BridgeConfigTests", dependencies: ["PosternLinkSpec", "BridgeConfig", "PosternRuntime", "BridgeStoreCrashWriter"],
                     path: "Tests/BridgeConfigTests", resources: [.copy("Corpus")]),
         // Helper process for the store's kill -9 and multi-process tests.
-        .executableTarget(name: "BridgeStoreCrashWriter", dependencies: ["BridgeConfig"], path: "Tests/BridgeStoreCrashWriter"),
+        .executableTarget(name: "BridgeStoreCrashWriter", dependencies: ["PosternLinkSpec", "BridgeConfig"], path: "Tests/BridgeStoreCrashWriter"),
         // Benchmarks against real peers: `swift run -c release postern-bench obfs4`.
         .executableTarget(name: "postern-bench", dependencies: ["TransportBase", "TransportWire", "Obfs4Transport", "SnowflakeTransport", "TransportTestSupport"],
                           path: "Sources/postern-bench"),
@@ -112,12 +119,12 @@ let package = Package(
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
-        .testTarget(name: "BridgeQRTests", dependencies: ["BridgeQR", "BridgeConfig"], path: "Tests/BridgeQRTests"),
+        .testTarget(name: "BridgeQRTests", dependencies: ["BridgeQR", "PosternLinkSpec", "BridgeConfig"], path: "Tests/BridgeQRTests"),
         .testTarget(name: "TrialAnalysisTests", dependencies: ["TrialAnalysis"], path: "Tests/TrialAnalysisTests"),
         // Results, report (rendered by rsvg-convert), OONI schema, merge; no network.
-        .testTarget(name: "PosternTrialsTests", dependencies: ["PosternTrials", "BridgeConfig", "PosternTestSupport"], path: "Tests/PosternTrialsTests",
+        .testTarget(name: "PosternTrialsTests", dependencies: ["PosternTrials", "PosternLinkSpec", "BridgeConfig", "PosternTestSupport"], path: "Tests/PosternTrialsTests",
                     exclude: ["Schemas"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "TransportBase",
+        .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "PosternRuntime", "PosternAppLayer", "PosternLinkSpec", "BridgeConfig", "TransportBase",
                                                              "Obfs4Transport", "PosternTestSupport",
                                                              "TransportTestSupport", "PosternTrials"],
                     path: "Tests/IntegrationTests"),
@@ -129,7 +136,7 @@ let package = Package(
 // `-Xswiftc -sanitize=fuzzer` and otherwise replays the files named on the command line, so a plain
 // `swift build` links them too. `make fuzz` and scripts/fuzz.sh build and run them all.
 let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
-    ("BridgeParserFuzzer", ["BridgeConfig", "PosternRuntime"]),
+    ("BridgeParserFuzzer", ["PosternLinkSpec", "BridgeConfig", "PosternRuntime"]),
     ("ControlReplyFuzzer", ["PosternCore"]),
     ("PTSocksFuzzer", ["TransportBase"]),
     ("PluginHandshakeFuzzer", ["TransportBase"]),

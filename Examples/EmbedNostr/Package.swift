@@ -11,6 +11,7 @@ let package = Package(
         .executableTarget(name: "EmbedNostr", dependencies: [
             .product(name: "PosternRuntime", package: "Postern"),
             .product(name: "PosternAppLayer", package: "Postern"),
+            .product(name: "PosternLinkSpec", package: "Postern"),
             .product(name: "BridgeConfig", package: "Postern"),
         ], path: "Sources"),
     ]

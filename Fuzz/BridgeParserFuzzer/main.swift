@@ -13,6 +13,7 @@
 import BridgeConfig
 import Foundation
 import FuzzSupport
+import PosternLinkSpec
 import PosternRuntime
 
 func checkBridgePaste(_ input: UnsafeRawBufferPointer) {

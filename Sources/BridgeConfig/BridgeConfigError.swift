@@ -1,3 +1,4 @@
+import PosternLinkSpec
 import PosternSystem
 
 /// The one public error type of BridgeConfig.
@@ -7,13 +8,15 @@ import PosternSystem
 /// contain a bridge address, fingerprint, cert or URL unless the caller asked for unsafe logging.
 ///
 /// Codes and kinds are PosternSystem's open name sets, as in every public Postern error
-/// (``CodedError``); this one is its own struct because it also says where in a paste it is.
+/// (``CodedError``); this one is its own struct because it also says where in a paste it is. They
+/// are one set with PosternLinkSpec's ``BridgeLineError`` (whose codes name what is wrong with a
+/// line), so a line's problem keeps its code when a paste or the store reports it.
 public struct BridgeConfigError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What went wrong, as a stable machine-readable name.
-    public typealias Code = ErrorCode<BridgeConfigError>
+    public typealias Code = BridgeLineError.Code
     /// The broad class of the failure, for callers that only need to decide how to react
     /// (for example: exit status 64 for `invalidInput`, 1 for `storage`).
-    public typealias Kind = ErrorKind<BridgeConfigError>
+    public typealias Kind = BridgeLineError.Kind
 
     public let code: Code
     public let kind: Kind
@@ -21,7 +24,8 @@ public struct BridgeConfigError: Error, Hashable, Sendable, CustomStringConverti
     public let message: String
     /// Where in a paste the problem is, when the error comes from `BridgePaste`.
     public let location: PasteLocation?
-    /// The 1-based position of the offending word in the bridge line (after any `Bridge` prefix).
+    /// The 1-based position of the offending word in the bridge line, counting a leading `Bridge`
+    /// keyword (as the user sees the line).
     public let word: Int?
 
     public init(code: Code, kind: Kind, message: String, location: PasteLocation? = nil, word: Int? = nil) {
@@ -30,6 +34,11 @@ public struct BridgeConfigError: Error, Hashable, Sendable, CustomStringConverti
         self.message = message
         self.location = location
         self.word = word
+    }
+
+    /// A bridge line's error (its code, kind, message and word unchanged), not yet located in a paste.
+    public init(_ error: BridgeLineError) {
+        self.init(code: error.code, kind: error.kind, message: error.message, word: error.word)
     }
 
     public var description: String { message }
@@ -64,6 +73,11 @@ public struct BridgeConfigDiagnostic: Hashable, Sendable, CustomStringConvertibl
         self.location = location
     }
 
+    /// A bridge line's warning, not yet located in a paste.
+    public init(_ warning: BridgeLineWarning) {
+        self.init(code: warning.code, message: warning.message)
+    }
+
     public var description: String { message }
 
     func located(at location: PasteLocation) -> BridgeConfigDiagnostic {
@@ -72,51 +86,10 @@ public struct BridgeConfigDiagnostic: Hashable, Sendable, CustomStringConvertibl
 }
 
 extension BridgeConfigError.Code {
-    // Bridge-line syntax.
-    public static let emptyLine = Self("empty-line")
-    public static let badCharacter = Self("bad-character")
-    public static let badTransportName = Self("bad-transport-name")
-    public static let missingAddress = Self("missing-address")
-    public static let badAddress = Self("bad-address")
-    public static let badPort = Self("bad-port")
-    public static let unbracketedIPv6 = Self("unbracketed-ipv6")
-    public static let hostNameNotAllowed = Self("host-name-not-allowed")
-    public static let badFingerprint = Self("bad-fingerprint")
-    public static let badArgument = Self("bad-argument")
-    public static let duplicateArgument = Self("duplicate-argument")
-    public static let argumentsTooLong = Self("arguments-too-long")
-    public static let argumentsWithoutTransport = Self("arguments-without-transport")
-    // Per-transport arguments.
-    public static let badCert = Self("bad-cert")
-    public static let missingCert = Self("missing-cert")
-    public static let badIATMode = Self("bad-iat-mode")
-    public static let missingIATMode = Self("missing-iat-mode")
-    public static let badNodeID = Self("bad-node-id")
-    public static let badPublicKey = Self("bad-public-key")
-    public static let badURL = Self("bad-url")
-    public static let missingURL = Self("missing-url")
-    public static let badFront = Self("bad-front")
-    public static let badICE = Self("bad-ice")
-    public static let badMax = Self("bad-max")
-    public static let fingerprintMismatch = Self("fingerprint-mismatch")
-    public static let badUTLS = Self("bad-utls")
-    public static let badBoolean = Self("bad-boolean")
-    public static let conflictingArguments = Self("conflicting-arguments")
-    public static let badServerName = Self("bad-server-name")
     // Paste-level.
     public static let badJSON = Self("bad-json")
     public static let duplicateLine = Self("duplicate-line")
-    // Warnings and notes.
-    public static let unknownTransport = Self("unknown-transport")
-    public static let unknownArgument = Self("unknown-argument")
-    public static let hostNameAddress = Self("host-name-address")
-    public static let defaultPort = Self("default-port")
-    public static let ignoredICEServer = Self("ignored-ice-server")
-    public static let certPaddingRemoved = Self("cert-padding-removed")
-    public static let maxBelowOne = Self("max-below-one")
-    public static let legacyKeysIgnored = Self("legacy-keys-ignored")
-    public static let unusedArgument = Self("unused-argument")
-    public static let transportNameNormalized = Self("transport-name-normalized")
+    // Notes about a paste.
     public static let torrcOptionIgnored = Self("torrc-option-ignored")
     public static let builtinBridge = Self("builtin-bridge")
     // Store.

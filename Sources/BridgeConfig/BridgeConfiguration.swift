@@ -1,3 +1,5 @@
+import PosternLinkSpec
+
 /// A short, stable identifier for a stored bridge (6 lower-case hex characters). It is random, not
 /// derived from the bridge, so it can be logged without revealing anything.
 public struct BridgeID: Hashable, Sendable, Comparable, CustomStringConvertible, LosslessStringConvertible {

@@ -1,3 +1,4 @@
+import PosternLinkSpec
 import PosternSystem
 
 /// A form `postern bridges export` writes stored bridge lines in: `torrc` (``BridgeLine/torrcFragment(_:)``),

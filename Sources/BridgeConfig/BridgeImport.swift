@@ -1,3 +1,5 @@
+import PosternLinkSpec
+
 /// A paste stored leniently (`postern bridges add` and `import`, or an app's "paste bridges" box):
 /// the good lines are stored, and every line is reported (stored, already stored, rejected with
 /// line, word and reason), with the paste's warnings, notes and plugin offers.

@@ -1,3 +1,5 @@
+import PosternLinkSpec
+
 extension BridgeImport {
     /// When bridge lines are given as command-line arguments (one line each) and there is more
     /// than one, the problem if one of them is a single word of a line (an unquoted line split by

@@ -1,4 +1,5 @@
 import Foundation
+import PosternLinkSpec
 
 /// A list of bridge lines as a file holds them (`postern run --bridges-file`, a replacement for
 /// the built-in list): one a line, ending in LF, CRLF or CR; blank lines, comments (`#`, `//`)
@@ -28,7 +29,7 @@ public enum BridgeLineList {
             do {
                 lines.append(try BridgeLine.parse(line, rules: rules, logging: logging).line)
             } catch {
-                throw error.located(at: PasteLocation(line: number))
+                throw BridgeConfigError(error).located(at: PasteLocation(line: number))
             }
         }
         return lines

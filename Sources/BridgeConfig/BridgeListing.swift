@@ -1,3 +1,4 @@
+import PosternLinkSpec
 import PosternSystem
 
 /// A stored bridge as listings show it: never the address, fingerprint or cert unless the policy

@@ -1,3 +1,4 @@
+import PosternLinkSpec
 import PosternSystem
 
 /// Where a line came from in a paste: its physical line, and for the JSON-array form the 1-based
@@ -150,7 +151,7 @@ public struct BridgePaste: Hashable, Sendable {
         case .invalid(let error):
             rejected.append(error.located(at: location))
         case .bridge(let parsed):
-            warnings.append(contentsOf: parsed.warnings.map { $0.located(at: location) })
+            warnings.append(contentsOf: parsed.warnings.map { BridgeConfigDiagnostic($0).located(at: location) })
             if let earlier = firstSeen[parsed.line.identity] {
                 warnings.append(BridgeConfigDiagnostic(code: .duplicateLine,
                     message: "\(location): the same bridge as \(earlier); skipped", location: location))
@@ -216,11 +217,11 @@ public struct BridgePaste: Hashable, Sendable {
                     message: "\(location): not a bridge line (text around the bridges?); skipped", location: location))
             }
 
-            do throws(BridgeConfigError) {
+            do throws(BridgeLineError) {
                 return .bridge(try BridgeLine.parse(((hadBridgeKeyword ? ["Bridge"] : []) + words).joined(separator: " "),
                                                     rules: rules, logging: logging))
             } catch {
-                return .invalid(error)
+                return .invalid(BridgeConfigError(error))
             }
         }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PosternLinkSpec
 import PosternSystem
 #if canImport(Glibc)
 import Glibc
@@ -187,7 +188,9 @@ public struct BridgeStore: Sendable {
             let plugin: TransportPlugin
             do throws(BridgeConfigError) {
                 var names: [TransportName] = []
-                for name in entry.names { names.append(try TransportName(validating: name)) }
+                for name in entry.names {
+                    do throws(BridgeLineError) { names.append(try TransportName(validating: name)) } catch { throw BridgeConfigError(error) }
+                }
                 plugin = try TransportPlugin(names: names, executable: entry.path,
                                              arguments: entry.arguments, replacesBuiltin: entry.replacesBuiltin)
             } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import PosternLinkSpec
 
 /// Tor Browser's built-in bridges, shipped as a resource with its provenance.
 ///

@@ -1,3 +1,4 @@
+import PosternLinkSpec
 import PosternSystem
 
 extension BuiltinBridges {

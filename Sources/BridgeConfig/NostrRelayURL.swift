@@ -1,8 +1,14 @@
+import PosternLinkSpec
+
 /// A Nostr relay address in the normalized form used for storage and de-duplication
 /// (the rules also listed in docs/BRIDGE-CONFIG.md):
 /// trim; a bare host gets `wss://`; `wss`/`https` become `wss`, `ws`/`http` become `ws`, any other
 /// scheme is rejected; the host is lower-cased; ports 443 and 80 and a bare `/` path are dropped;
 /// the fragment is removed. `.onion` hosts are ordinary host names here.
+///
+/// It lives with the settings store, not with the relay client in PosternAppLayer, because the store
+/// keeps custom relays in this form and checks them (normalized, unique, not built in, at most
+/// ``maximumCustom``) whenever it loads.
 public struct NostrRelayURL: Hashable, Sendable, CustomStringConvertible, LosslessStringConvertible {
     public let rawValue: String
 
@@ -38,7 +44,7 @@ public struct NostrRelayURL: Hashable, Sendable, CustomStringConvertible, Lossle
         let authorityEnd = text.firstIndex { $0 == "/" || $0 == "?" } ?? text.endIndex
         let authority = text[..<authorityEnd]
         var pathAndQuery = String(text[authorityEnd...])
-        guard !authority.isEmpty, !authority.contains("@"), isValidHostAndOptionalPort(authority) else { throw malformed() }
+        guard !authority.isEmpty, !authority.contains("@"), BridgeArgumentSyntax.isHostAndOptionalPort(authority) else { throw malformed() }
 
         var host = authority
         var port: Substring?

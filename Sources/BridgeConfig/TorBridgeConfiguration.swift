@@ -1,3 +1,5 @@
+import PosternLinkSpec
+
 /// Chooses which bridges tor should get for the transports in use: the user's enabled bridges of
 /// each transport, or, for a transport where the user has none enabled, the built-in ones.
 /// A built-in line that has the identity or address of any custom bridge (even a disabled one) is

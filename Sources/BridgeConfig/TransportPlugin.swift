@@ -1,4 +1,5 @@
 import Foundation
+import PosternLinkSpec
 import PosternSystem
 
 /// An external pluggable transport: a pt-spec managed client (such as Debian's `obfs4proxy` or

@@ -1,6 +1,6 @@
 internal import CQREncode
-import BridgeConfig
 import Foundation
+import PosternLinkSpec
 import PosternSystem
 
 /// Why a QR code could not be made. The shape of every public Postern error (``CodedError``).

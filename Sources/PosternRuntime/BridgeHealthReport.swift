@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternLinkSpec
 import PosternSystem
 
 /// One run of the health check as `postern bridges test` reports it: the results in the

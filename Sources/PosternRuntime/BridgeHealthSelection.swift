@@ -1,4 +1,5 @@
 import BridgeConfig
+import PosternLinkSpec
 
 /// What `postern bridges test` tests, as a library: the selection of bridges and the ones this
 /// build cannot test.

@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
 import PosternCore
+import PosternLinkSpec
 
 /// Which way to tor a run takes, rendered as tor options: direct, or bridges of one transport (or
 /// every enabled bridge). Contains bridge lines: its `options` must never be printed.

@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternLinkSpec
 import PosternSystem
 
 /// The whole stored configuration as `postern config show` shows it: the settings file, its

@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
 import PosternCore
+import PosternLinkSpec
 import Synchronization
 
 /// Settings kept by the embedding app instead of a settings directory. ``update(_:)`` changes

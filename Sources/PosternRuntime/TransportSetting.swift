@@ -1,4 +1,5 @@
 import BridgeConfig
+import PosternLinkSpec
 import PosternSystem
 
 /// The transport setting and what it means with the stored bridges: `postern transport`'s result,

@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
 import Obfs4Transport
+import PosternLinkSpec
 import SnowflakeTransport
 import Synchronization
 import TransportBase

@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternLinkSpec
 import PosternSystem
 
 /// A real tor bootstrap through one bridge alone, in a child `postern run` with a fresh data

@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternLinkSpec
 import Synchronization
 
 /// A child `postern run` (tor_api allows one tor per process, so every trial and every bootstrap

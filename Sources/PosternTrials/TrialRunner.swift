@@ -1,3 +1,4 @@
+import PosternLinkSpec
 import PosternSystem
 import BridgeConfig
 import Foundation

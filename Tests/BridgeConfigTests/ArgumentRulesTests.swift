@@ -1,3 +1,4 @@
+import PosternLinkSpec
 import Testing
 @testable import BridgeConfig
 
@@ -31,9 +32,9 @@ struct ArgumentRulesTests {
         let parsed = try BridgeLine.parse(text, rules: .syntaxOnly)
         #expect(parsed.line.arguments["cert"] == "short")
         #expect(parsed.warnings.map(\.code) == [.unknownTransport])
-        #expect(throws: BridgeConfigError.self) { try BridgeLine.parse(text, rules: posternRules) }
+        #expect(throws: BridgeLineError.self) { try BridgeLine.parse(text, rules: posternRules) }
         // Without rules nothing says the address is ignored, so it must be an IP address, as tor needs.
-        let error = try #require(throws: BridgeConfigError.self) {
+        let error = try #require(throws: BridgeLineError.self) {
             try BridgeLine.parse("example_pt bridge.example:443 key=abc", rules: .syntaxOnly)
         }
         #expect(error.message == "word 2 (address): tor needs an IP address here, not a host name")
@@ -46,17 +47,17 @@ struct ArgumentRulesTests {
             "word 3 (address): a host name instead of an IP address; example_pt does not use it, and tor's configuration gets a placeholder IP instead",
             "word 5 (old): old= is not read",
         ])
-        let bad = try #require(throws: BridgeConfigError.self) {
+        let bad = try #require(throws: BridgeLineError.self) {
             try BridgeLine.parse("example_pt 192.0.2.1:443 key=a1", rules: example)
         }
         #expect(bad.code == .badCert && bad.kind == .invalidInput && bad.word == 3)
         #expect(bad.message == "word 3 (key): key is letters only")
-        let unsafe = try #require(throws: BridgeConfigError.self) {
+        let unsafe = try #require(throws: BridgeLineError.self) {
             try BridgeLine.parse("example_pt 192.0.2.1:443 key=a1", rules: example, logging: .unsafe)
         }
         #expect(unsafe.message == "word 3 (key \"key=a1\"): key is letters only")
         // A missing key has no word to point at.
-        let missing = try #require(throws: BridgeConfigError.self) {
+        let missing = try #require(throws: BridgeLineError.self) {
             try BridgeLine.parse("example_pt 192.0.2.1:443 other=1", rules: example)
         }
         #expect(missing.word == nil && missing.message == "example_pt needs key=")

@@ -1,3 +1,4 @@
+import PosternLinkSpec
 import Testing
 @testable import BridgeConfig
 
@@ -35,7 +36,7 @@ struct BridgeLineTests {
     }
 
     @Test(arguments: [
-        ("obfs4 198.51.100.7:443 cert=\(Sample.cert.dropLast()) iat-mode=0", BridgeConfigError.Code.badCert),
+        ("obfs4 198.51.100.7:443 cert=\(Sample.cert.dropLast()) iat-mode=0", BridgeLineError.Code.badCert),
         ("obfs4 198.51.100.7:443 cert=\(Sample.cert.dropLast())! iat-mode=0", .badCert),
         ("obfs4 198.51.100.7:443 cert=\(Sample.cert)", .missingIATMode),
         ("obfs4 198.51.100.7:443 cert=\(Sample.cert) iat-mode=01", .badIATMode),
@@ -65,11 +66,11 @@ struct BridgeLineTests {
         ("meek_lite 192.0.2.20:80 url=https://example.org/ front=-bad.example", .badFront),
         ("meek_lite 192.0.2.20:80 url=https://example.org/ utls=chrome", .badUTLS),
     ])
-    func invalidLinesAreRejectedWithTheRightCode(text: String, code: BridgeConfigError.Code) {
+    func invalidLinesAreRejectedWithTheRightCode(text: String, code: BridgeLineError.Code) {
         #expect {
             try BridgeLine(validating: text)
         } throws: { error in
-            (error as? BridgeConfigError)?.code == code && (error as? BridgeConfigError)?.kind == .invalidInput
+            (error as? BridgeLineError)?.code == code && (error as? BridgeLineError)?.kind == .invalidInput
         }
     }
 
@@ -129,8 +130,8 @@ struct BridgeLineTests {
     @Test func argumentsAreEscapedForSocksLikeTor() throws {
         let arguments = try BridgeArguments([(key: "a", value: "x;y\\z"), (key: "url", value: "https://e/?q=1")])
         #expect(arguments.socksArgumentString == "a=x\\;y\\\\z;url=https://e/?q=1")
-        #expect(throws: BridgeConfigError.self) { try BridgeArguments([(key: "a", value: "1"), (key: "a", value: "2")]) }
-        #expect(throws: BridgeConfigError.self) { try BridgeArguments([(key: "", value: "1")]) }
+        #expect(throws: BridgeLineError.self) { try BridgeArguments([(key: "a", value: "1"), (key: "a", value: "2")]) }
+        #expect(throws: BridgeLineError.self) { try BridgeArguments([(key: "", value: "1")]) }
     }
 
     /// The same escaping bug PTSocksFuzzer found in TransportArguments: ";" followed by a combining
@@ -144,7 +145,7 @@ struct BridgeLineTests {
         let ice = (0..<40).map { "stun:s\($0).example.net:3478" }.joined(separator: ",")
         #expect {
             try BridgeLine(validating: "snowflake 192.0.2.3:80 url=https://b.example/ ice=\(ice)")
-        } throws: { ($0 as? BridgeConfigError)?.code == .argumentsTooLong }
+        } throws: { ($0 as? BridgeLineError)?.code == .argumentsTooLong }
     }
 
     @Test func unknownTransportIsAcceptedWithAWarning() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import PosternLinkSpec
 import Testing
 @testable import BridgeConfig
 #if canImport(Glibc)

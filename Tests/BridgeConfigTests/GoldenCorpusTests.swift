@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import BridgeConfig
+@testable import PosternLinkSpec
 
 @Suite("Golden paste corpus")
 struct GoldenCorpusTests {

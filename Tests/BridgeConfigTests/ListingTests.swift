@@ -1,4 +1,5 @@
 import BridgeConfig
+import PosternLinkSpec
 import Testing
 
 /// The text and JSON forms of the bridge commands' results, without the CLI: the bridge list,

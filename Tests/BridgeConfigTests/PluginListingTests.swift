@@ -1,4 +1,5 @@
 import BridgeConfig
+import PosternLinkSpec
 import PosternRuntime
 import Testing
 

@@ -1,3 +1,4 @@
+import PosternLinkSpec
 import Testing
 @testable import BridgeConfig
 

@@ -1,4 +1,5 @@
 import Foundation
+import PosternLinkSpec
 import PosternRuntime
 import Testing
 @testable import BridgeConfig
@@ -10,11 +11,11 @@ let posternRules = Transports.argumentRules
 // The entry points with Postern's rulebook filled in, so the test bodies read as before the rules
 // moved into the transport modules (tests of a rulebook pass one explicitly).
 extension BridgeLine {
-    init(validating text: String, logging: LoggingPolicy = .safe) throws(BridgeConfigError) {
+    init(validating text: String, logging: LoggingPolicy = .safe) throws(BridgeLineError) {
         try self.init(validating: text, rules: posternRules, logging: logging)
     }
 
-    static func parse(_ text: String, logging: LoggingPolicy = .safe) throws(BridgeConfigError) -> Parsed {
+    static func parse(_ text: String, logging: LoggingPolicy = .safe) throws(BridgeLineError) -> Parsed {
         try parse(text, rules: posternRules, logging: logging)
     }
 }

@@ -1,5 +1,6 @@
 import BridgeConfig
 import BridgeQR
+import PosternLinkSpec
 import Testing
 
 /// `postern bridges export --format qr` without the CLI: the picture, and the error that says

@@ -1,5 +1,6 @@
 import BridgeConfig
 import BridgeQR
+import PosternLinkSpec
 import Testing
 
 /// BridgeQR without the CLI: the symbol libqrencode makes, the bridges' JSON content, the terminal

@@ -9,6 +9,7 @@
 // Lines are read with the grammar only (`.syntaxOnly`): what is under test is the store's
 // atomicity and locking; the tests read the result back with Postern's full rulebook.
 import BridgeConfig
+import PosternLinkSpec
 #if canImport(Glibc)
 import Glibc
 #endif

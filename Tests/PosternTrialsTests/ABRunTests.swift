@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternLinkSpec
 import Synchronization
 import Testing
 @testable import PosternTrials

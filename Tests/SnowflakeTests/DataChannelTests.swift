@@ -1,5 +1,5 @@
+import PosternLinkSpec
 import PosternTestSupport
-import BridgeConfig
 import Foundation
 import Glibc
 import Testing

@@ -1,10 +1,10 @@
-import BridgeConfig
 import Foundation
+import PosternLinkSpec
 import Testing
 @testable import SnowflakeTransport
 
 @Suite struct OptionsTests {
-    /// Through BridgeConfig's bridge-line parser, with snowflake's rules (which SnowflakeOptions
+    /// Through PosternLinkSpec's bridge-line parser, with snowflake's rules (which SnowflakeOptions
     /// applies again).
     func options(_ line: String) throws -> SnowflakeOptions {
         try SnowflakeOptions(arguments: try BridgeLine(validating: line, rules: BridgeArgumentRulebook([SnowflakeArgumentRules()])).arguments)

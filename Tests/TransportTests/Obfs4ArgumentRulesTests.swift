@@ -1,5 +1,5 @@
-import BridgeConfig
 import Foundation
+import PosternLinkSpec
 import Testing
 import TransportBase
 @testable import Obfs4Transport
@@ -11,14 +11,14 @@ import TransportBase
     static let cert = Obfs4BadInputTests.goodCert
 
     @Test(arguments: [
-        ("cert=\(String(cert.dropLast())) iat-mode=0", BridgeConfigError.Code.badCert),
+        ("cert=\(String(cert.dropLast())) iat-mode=0", BridgeLineError.Code.badCert),
         ("cert=\(cert)", .missingIATMode),
         ("cert=\(cert) iat-mode=3", .badIATMode),
         ("iat-mode=0", .missingCert),
         ("node-id=0011 public-key=\(String(repeating: "ab", count: 32)) iat-mode=0", .badNodeID),
     ])
-    func lineAndSocksArgumentsAreRefusedForTheSameReason(words: String, code: BridgeConfigError.Code) throws {
-        let lineError = try #require(throws: BridgeConfigError.self) {
+    func lineAndSocksArgumentsAreRefusedForTheSameReason(words: String, code: BridgeLineError.Code) throws {
+        let lineError = try #require(throws: BridgeLineError.self) {
             try BridgeLine.parse("obfs4 192.0.2.1:443 \(words)", rules: rules)
         }
         #expect(lineError.code == code)

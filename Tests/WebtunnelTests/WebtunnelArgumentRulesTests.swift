@@ -1,4 +1,4 @@
-import BridgeConfig
+import PosternLinkSpec
 import Testing
 import TransportBase
 @testable import WebtunnelTransport
@@ -9,15 +9,15 @@ struct WebtunnelArgumentRulesTests {
     let rules = BridgeArgumentRulebook([WebtunnelArgumentRules()])
 
     @Test(arguments: [
-        ("url=https://example.org/secret%zz", BridgeConfigError.Code.badURL),
+        ("url=https://example.org/secret%zz", BridgeLineError.Code.badURL),
         ("url=https://example.org//secretpath", .badURL),
         ("url=ftp://example.org/secretpath", .badURL),
         ("url=https://example.org/secretpath servername=bad_name", .badServerName),
         ("url=https://example.org/secretpath utls=HelloNotAThing", .badUTLS),
         ("ver=0.0.1", .missingURL),
     ])
-    func lineAndSocksArgumentsAreRefusedForTheSameReason(words: String, code: BridgeConfigError.Code) throws {
-        let lineError = try #require(throws: BridgeConfigError.self) {
+    func lineAndSocksArgumentsAreRefusedForTheSameReason(words: String, code: BridgeLineError.Code) throws {
+        let lineError = try #require(throws: BridgeLineError.self) {
             try BridgeLine.parse("webtunnel [2001:db8::1]:443 \(words)", rules: rules)
         }
         #expect(lineError.code == code)

@@ -9,6 +9,7 @@ import BridgeConfig
 import Foundation
 import PosternAppLayer
 import PosternCore
+import PosternLinkSpec
 import PosternRuntime
 
 func fail(_ message: String, status: Int32 = 1) -> Never {

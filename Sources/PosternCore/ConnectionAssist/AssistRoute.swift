@@ -1,5 +1,5 @@
+import PosternLinkSpec
 import PosternSystem
-import BridgeConfig
 import Foundation
 
 /// How long connection assist gives one route: a ceiling on the whole attempt and a window in

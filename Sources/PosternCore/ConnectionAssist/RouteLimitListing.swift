@@ -1,5 +1,5 @@
-import BridgeConfig
 import Foundation
+import PosternLinkSpec
 import PosternSystem
 
 extension RouteLimits {

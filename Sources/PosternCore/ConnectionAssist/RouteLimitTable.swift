@@ -1,5 +1,5 @@
 import PosternSystem
-import BridgeConfig
+import PosternLinkSpec
 import Foundation
 
 /// Per-kind limits: the defaults with overrides from the settings file and the command line.

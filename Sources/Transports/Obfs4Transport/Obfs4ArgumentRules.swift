@@ -1,8 +1,8 @@
-import BridgeConfig
+import PosternLinkSpec
 import TransportBase
 
 /// obfs4's argument rules (obfs4proxy 0.0.14's doc/obfs4-spec.txt and lyrebird v0.5.0's transports/obfs4): the one implementation behind both the
-/// bridge-line check (BridgeConfig's parser asks for it through the rulebook) and
+/// bridge-line check (PosternLinkSpec's line parser asks for it through the rulebook) and
 /// `Obfs4BridgeConfiguration(arguments:)`, which reads tor's SOCKS arguments at dial time.
 public struct Obfs4ArgumentRules: BridgeArgumentRules {
     public init() {}

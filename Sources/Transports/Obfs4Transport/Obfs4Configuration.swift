@@ -1,5 +1,5 @@
-import BridgeConfig
 import Foundation
+import PosternLinkSpec
 import TransportBase
 
 /// The sender behaviour a bridge advertises with `iat-mode` (spec §9): 0 none, 1 enabled, 2 paranoid.

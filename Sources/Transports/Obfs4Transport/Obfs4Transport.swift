@@ -1,5 +1,5 @@
-import BridgeConfig
 import Foundation
+import PosternLinkSpec
 import TransportBase
 import TransportWire
 

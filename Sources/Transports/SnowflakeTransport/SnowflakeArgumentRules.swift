@@ -1,7 +1,7 @@
-import BridgeConfig
+import PosternLinkSpec
 
 /// snowflake's argument rules (snowflake v2.x client/torrc and client/snowflake.go): the one implementation behind
-/// both the bridge-line check (BridgeConfig's parser asks for it through the rulebook) and
+/// both the bridge-line check (PosternLinkSpec's line parser asks for it through the rulebook) and
 /// `SnowflakeOptions(arguments:)`, which reads tor's SOCKS arguments at dial time.
 ///
 /// They say what a well-formed snowflake line is, as the reference client reads one; what this

@@ -1,5 +1,5 @@
-import BridgeConfig
 import Foundation
+import PosternLinkSpec
 
 /// The snowflake arguments of a bridge line (equivalently, the per-connection SOCKS arguments),
 /// validated the way the reference client reads them (snowflake v2.x client/snowflake.go and client/torrc).

@@ -1,4 +1,4 @@
-import BridgeConfig
+import PosternLinkSpec
 import PosternSystem
 import Foundation
 import Synchronization
@@ -42,7 +42,7 @@ public struct SnowflakeTransport: PluggableTransport {
         do {
             bridgeArguments = try BridgeArguments(arguments.pairs.map { (key: $0.key, value: $0.value) })
         } catch {
-            // BridgeConfigError messages name keys, never values.
+            // BridgeLineError messages name keys, never values.
             throw TransportError(code: .invalidArguments, kind: .invalidInput, message: "snowflake arguments: \(error.message)")
         }
         let options: SnowflakeOptions

@@ -1,6 +1,6 @@
 #if canImport(Glibc)
-import BridgeConfig
 import Glibc
+import PosternLinkSpec
 #endif
 import Foundation
 import PosternSystem

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 internal import CSpawn
-import BridgeConfig
 import Glibc
+import PosternLinkSpec
 #endif
 import Foundation
 import PosternSystem

@@ -1,7 +1,7 @@
-import BridgeConfig
+import PosternLinkSpec
 
 /// webtunnel's argument rules (lyrebird v0.5.0's parseArgs in transports/webtunnel):
-/// the one implementation behind both the bridge-line check (BridgeConfig's parser asks for it
+/// the one implementation behind both the bridge-line check (PosternLinkSpec's line parser asks for it
 /// through the rulebook) and `WebtunnelOptions(arguments:)`, which reads tor's SOCKS arguments at
 /// dial time. Reasons never contain a value: the url is the bridge's secret.
 public struct WebtunnelArgumentRules: BridgeArgumentRules {

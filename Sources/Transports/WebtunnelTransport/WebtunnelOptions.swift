@@ -1,4 +1,4 @@
-import BridgeConfig
+import PosternLinkSpec
 import TransportBase
 
 /// One webtunnel bridge's arguments, validated before any network activity (spec §2, lyrebird

@@ -1,4 +1,4 @@
-import BridgeConfig
+import PosternLinkSpec
 import Synchronization
 import TransportBase
 import TransportWire

@@ -1,6 +1,7 @@
 import BridgeConfig
 import BridgeQR
 import Foundation
+import PosternLinkSpec
 import PosternRuntime
 
 extension Command {
@@ -199,7 +200,7 @@ extension Command {
             try invocation.requireNoPositionals()
             var transport: TransportName?
             if let name = invocation.arguments.value("transport") {
-                do throws(BridgeConfigError) {
+                do throws(BridgeLineError) {
                     transport = try TransportName(matching: name)
                 } catch {
                     throw invocation.usageError("--transport: \(error.message)")

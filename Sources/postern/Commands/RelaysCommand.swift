@@ -1,5 +1,6 @@
 import BridgeConfig
 import Foundation
+import PosternAppLayer
 
 extension Command {
     static let relays = Command(

@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
 import PosternCore
+import PosternLinkSpec
 import PosternRuntime
 import PosternSystem
 

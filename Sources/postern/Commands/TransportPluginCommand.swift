@@ -1,3 +1,4 @@
+import PosternLinkSpec
 import PosternRuntime
 import BridgeConfig
 import Foundation

@@ -3,10 +3,10 @@
 public struct Fingerprint: Hashable, Sendable, CustomStringConvertible, LosslessStringConvertible, RedactableDescription {
     public let hex: String
 
-    public init(validating text: String) throws(BridgeConfigError) {
+    public init(validating text: String) throws(BridgeLineError) {
         let body = text.hasPrefix("$") ? String(text.dropFirst()) : text
         guard body.utf8.count == 40, body.utf8.allSatisfy(isHexDigit) else {
-            throw BridgeConfigError(code: .badFingerprint, kind: .invalidInput,
+            throw BridgeLineError(code: .badFingerprint, kind: .invalidInput,
                                     message: "a fingerprint is 40 hexadecimal characters")
         }
         hex = body.uppercased()
@@ -22,6 +22,7 @@ public struct Fingerprint: Hashable, Sendable, CustomStringConvertible, Lossless
     public func description(policy: LoggingPolicy) -> String { policy.reveal(hex) }
 }
 
-func isHexDigit(_ byte: UInt8) -> Bool {
+/// An ASCII hexadecimal digit, either case (also BridgeConfig's bridge IDs).
+package func isHexDigit(_ byte: UInt8) -> Bool {
     (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 70) || (byte >= 97 && byte <= 102)
 }

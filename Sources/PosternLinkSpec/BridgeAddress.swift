@@ -34,7 +34,7 @@ public struct BridgeAddress: Hashable, Sendable, CustomStringConvertible, Lossle
 
     /// Parses `a.b.c.d:port`, `[v6]:port` or (when `allowingHostName`) `name:port`. A missing port
     /// means 443, as in tor; `portWasMissing` tells the caller so it can warn.
-    public init(validating text: String, allowingHostName: Bool = false) throws(BridgeConfigError) {
+    public init(validating text: String, allowingHostName: Bool = false) throws(BridgeLineError) {
         let parsed = try Self.parse(text, allowingHostName: allowingHostName)
         self = parsed.address
     }
@@ -60,9 +60,9 @@ public struct BridgeAddress: Hashable, Sendable, CustomStringConvertible, Lossle
 
     public func description(policy: LoggingPolicy) -> String { policy.reveal(description) }
 
-    static func parse(_ text: String, allowingHostName: Bool) throws(BridgeConfigError) -> (address: BridgeAddress, portWasMissing: Bool) {
-        func fail(_ code: BridgeConfigError.Code, _ message: String) -> BridgeConfigError {
-            BridgeConfigError(code: code, kind: .invalidInput, message: message)
+    static func parse(_ text: String, allowingHostName: Bool) throws(BridgeLineError) -> (address: BridgeAddress, portWasMissing: Bool) {
+        func fail(_ code: BridgeLineError.Code, _ message: String) -> BridgeLineError {
+            BridgeLineError(code: code, kind: .invalidInput, message: message)
         }
         let hostPart: Substring
         let portPart: Substring?
@@ -115,11 +115,11 @@ public struct BridgeAddress: Hashable, Sendable, CustomStringConvertible, Lossle
         return (BridgeAddress(host: .name(hostPart.lowercased()), port: port ?? defaultPort), port == nil)
     }
 
-    private static func parsePort(_ text: Substring?) throws(BridgeConfigError) -> UInt16? {
+    private static func parsePort(_ text: Substring?) throws(BridgeLineError) -> UInt16? {
         guard let text else { return nil }
         guard !text.isEmpty, text.utf8.count <= 5, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
               let value = Int(text), value >= 1, value <= 65535 else {
-            throw BridgeConfigError(code: .badPort, kind: .invalidInput, message: "the port must be a number from 1 to 65535")
+            throw BridgeLineError(code: .badPort, kind: .invalidInput, message: "the port must be a number from 1 to 65535")
         }
         return UInt16(value)
     }

@@ -33,14 +33,14 @@ public struct BridgeArguments: Hashable, Sendable, CustomStringConvertible, Rand
     public init() { elements = [] }
 
     /// Builds arguments from pairs; a repeated key is an error, as in a bridge line.
-    public init(_ pairs: [(key: String, value: String)]) throws(BridgeConfigError) {
+    public init(_ pairs: [(key: String, value: String)]) throws(BridgeLineError) {
         elements = []
         for pair in pairs {
             guard !pair.key.isEmpty, !pair.key.contains("=") else {
-                throw BridgeConfigError(code: .badArgument, kind: .invalidInput, message: "an argument key must be non-empty and contain no =")
+                throw BridgeLineError(code: .badArgument, kind: .invalidInput, message: "an argument key must be non-empty and contain no =")
             }
             guard self[pair.key] == nil else {
-                throw BridgeConfigError(code: .duplicateArgument, kind: .invalidInput, message: "the argument \(pair.key) is given twice")
+                throw BridgeLineError(code: .duplicateArgument, kind: .invalidInput, message: "the argument \(pair.key) is given twice")
             }
             elements.append(BridgeArgument(key: pair.key, value: pair.value))
         }

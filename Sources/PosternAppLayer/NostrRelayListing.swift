@@ -1,3 +1,4 @@
+import BridgeConfig
 import PosternSystem
 
 /// The built-in and custom relays as `postern relays list` shows them: as JSON or as ``text``.

@@ -6,9 +6,9 @@ public struct TransportName: Hashable, Sendable, Comparable, CustomStringConvert
 
     /// Validates `text` as a transport name. Names are case-sensitive in tor; use
     /// `TransportName.known(matching:)` to map a differently-cased well-known name.
-    public init(validating text: String) throws(BridgeConfigError) {
+    public init(validating text: String) throws(BridgeLineError) {
         guard Self.isCIdentifier(text) else {
-            throw BridgeConfigError(code: .badTransportName, kind: .invalidInput,
+            throw BridgeLineError(code: .badTransportName, kind: .invalidInput,
                                     message: "not a valid transport name (letters, digits and _, not starting with a digit)")
         }
         self.rawValue = text

@@ -24,11 +24,12 @@ public struct BridgeLine: Hashable, Sendable, CustomStringConvertible, Redactabl
 
     /// Parses and validates one line, its arguments by `rules`; warnings are dropped (use
     /// `BridgeLine.parse` to see them).
-    public init(validating text: String, rules: BridgeArgumentRulebook, logging: LoggingPolicy = .safe) throws(BridgeConfigError) {
+    public init(validating text: String, rules: BridgeArgumentRulebook, logging: LoggingPolicy = .safe) throws(BridgeLineError) {
         self = try BridgeLine.parse(text, rules: rules, logging: logging).line
     }
 
-    init(transport: TransportName, address: BridgeAddress, fingerprint: Fingerprint?, arguments: BridgeArguments) {
+    /// A line from parts already checked (the renderer swaps a host name for a placeholder IP).
+    package init(transport: TransportName, address: BridgeAddress, fingerprint: Fingerprint?, arguments: BridgeArguments) {
         self.transport = transport
         self.address = address
         self.fingerprint = fingerprint
@@ -61,7 +62,7 @@ public struct BridgeLine: Hashable, Sendable, CustomStringConvertible, Redactabl
     /// A parsed line and the warnings about it (unknown transport, unused argument, ...).
     public struct Parsed: Hashable, Sendable {
         public let line: BridgeLine
-        public let warnings: [BridgeConfigDiagnostic]
+        public let warnings: [BridgeLineWarning]
     }
 
     /// Parses one bridge line. An optional leading `Bridge` keyword (any case) is skipped. The
@@ -69,7 +70,7 @@ public struct BridgeLine: Hashable, Sendable, CustomStringConvertible, Redactabl
     /// does not know gets the `unknownTransport` warning). Errors name the word by its position in
     /// `text` (counting the keyword, as the user sees the line) and its kind, and show its text
     /// only under unsafe logging.
-    public static func parse(_ text: String, rules: BridgeArgumentRulebook, logging: LoggingPolicy = .safe) throws(BridgeConfigError) -> Parsed {
+    public static func parse(_ text: String, rules: BridgeArgumentRulebook, logging: LoggingPolicy = .safe) throws(BridgeLineError) -> Parsed {
         var words = splitWords(text)
         var wordOffset = 0
         if let first = words.first, first.lowercased() == "bridge" {
@@ -81,7 +82,7 @@ public struct BridgeLine: Hashable, Sendable, CustomStringConvertible, Redactabl
     }
 
     /// Splits on runs of spaces and tabs (the only separators tor knows in a config line).
-    static func splitWords(_ text: String) -> [String] {
+    package static func splitWords(_ text: String) -> [String] {
         text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
     }
 }
@@ -117,7 +118,7 @@ private struct LineParser {
     let rulebook: BridgeArgumentRulebook
     let logging: LoggingPolicy
     let wordOffset: Int
-    var warnings: [BridgeConfigDiagnostic] = []
+    var warnings: [BridgeLineWarning] = []
     var label: WordLabel { WordLabel(logging: logging, offset: wordOffset) }
 
     init(words: [String], rulebook: BridgeArgumentRulebook, logging: LoggingPolicy, wordOffset: Int) {
@@ -127,18 +128,18 @@ private struct LineParser {
         self.wordOffset = wordOffset
     }
 
-    func fail(_ code: BridgeConfigError.Code, word: Int?, kind: String?, _ reason: String) -> BridgeConfigError {
+    func fail(_ code: BridgeLineError.Code, word: Int?, kind: String?, _ reason: String) -> BridgeLineError {
         let prefix = word.map { label($0, kind, words[$0 - 1]) + ": " } ?? ""
-        return BridgeConfigError(code: code, kind: .invalidInput, message: prefix + reason, word: word.map { $0 + wordOffset })
+        return BridgeLineError(code: code, kind: .invalidInput, message: prefix + reason, word: word.map { $0 + wordOffset })
     }
 
-    func wrap(_ error: BridgeConfigError, word: Int, kind: String) -> BridgeConfigError {
-        BridgeConfigError(code: error.code, kind: error.kind, message: "\(label(word, kind, words[word - 1])): \(error.message)", word: word + wordOffset)
+    func wrap(_ error: BridgeLineError, word: Int, kind: String) -> BridgeLineError {
+        BridgeLineError(code: error.code, kind: error.kind, message: "\(label(word, kind, words[word - 1])): \(error.message)", word: word + wordOffset)
     }
 
-    mutating func warn(_ code: BridgeConfigError.Code, word: Int?, kind: String?, _ reason: String) {
+    mutating func warn(_ code: BridgeLineError.Code, word: Int?, kind: String?, _ reason: String) {
         let prefix = word.map { label($0, kind, words[$0 - 1]) + ": " } ?? ""
-        warnings.append(BridgeConfigDiagnostic(code: code, message: prefix + reason))
+        warnings.append(BridgeLineWarning(code: code, message: prefix + reason))
     }
 
     /// "word 5 (cert): " when the problem's key is in the line; nothing for a missing key.
@@ -147,9 +148,9 @@ private struct LineParser {
         return label(word, isPrintableKey(key) ? key : "argument", words[word - 1]) + ": "
     }
 
-    mutating func run() throws(BridgeConfigError) -> BridgeLine.Parsed {
+    mutating func run() throws(BridgeLineError) -> BridgeLine.Parsed {
         guard !words.isEmpty else {
-            throw BridgeConfigError(code: .emptyLine, kind: .invalidInput, message: "the bridge line is empty")
+            throw BridgeLineError(code: .emptyLine, kind: .invalidInput, message: "the bridge line is empty")
         }
         for (offset, word) in words.enumerated() where !word.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
             throw fail(.badCharacter, word: offset + 1, kind: nil, "contains a character that is not printable ASCII")
@@ -180,7 +181,7 @@ private struct LineParser {
 
         // 2. Address.
         guard next < words.count else {
-            throw BridgeConfigError(code: .missingAddress, kind: .invalidInput,
+            throw BridgeLineError(code: .missingAddress, kind: .invalidInput,
                                     message: "the line names the transport \(transport.description(policy: logging)) but has no address after it")
         }
         let addressWord = next + 1
@@ -200,7 +201,7 @@ private struct LineParser {
         } catch {
             var error = error
             if error.code == .hostNameNotAllowed {
-                error = BridgeConfigError(code: error.code, kind: error.kind,
+                error = BridgeLineError(code: error.code, kind: error.kind,
                                           message: rules == nil
                                             ? "tor needs an IP address here, not a host name"
                                             : "\(transport) bridges need an IP address here, not a host name")
@@ -272,11 +273,11 @@ private struct LineParser {
             do {
                 try rules.review(&review)
             } catch {
-                throw BridgeConfigError(code: error.code, kind: .invalidInput, message: keyLabel(error, wordOfKey) + error.reason,
+                throw BridgeLineError(code: error.code, kind: .invalidInput, message: keyLabel(error, wordOfKey) + error.reason,
                                         word: error.key.flatMap { wordOfKey[$0] }.map { $0 + wordOffset })
             }
             arguments = review.arguments
-            warnings.append(contentsOf: review.warnings.map { BridgeConfigDiagnostic(code: $0.code, message: keyLabel($0, wordOfKey) + $0.reason) })
+            warnings.append(contentsOf: review.warnings.map { BridgeLineWarning(code: $0.code, message: keyLabel($0, wordOfKey) + $0.reason) })
         } else if !transport.isVanilla {
             warn(.unknownTransport, word: nil, kind: nil,
                  "the transport \(transport.description(policy: logging)) is not one Postern knows; its arguments were not checked and it needs a transport plugin of that name")
@@ -284,7 +285,7 @@ private struct LineParser {
 
         let encodedLength = arguments.socksArgumentString.utf8.count
         if encodedLength > BridgeArguments.maximumEncodedLength {
-            throw BridgeConfigError(code: .argumentsTooLong, kind: .invalidInput,
+            throw BridgeLineError(code: .argumentsTooLong, kind: .invalidInput,
                                     message: "the arguments are \(encodedLength) bytes as tor sends them; tor accepts at most \(BridgeArguments.maximumEncodedLength)")
         }
 

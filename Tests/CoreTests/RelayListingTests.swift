@@ -1,7 +1,8 @@
 import BridgeConfig
+import PosternAppLayer
 import Testing
 
-/// `postern relays` results without the CLI: the listing and the report of each address.
+/// `postern relays` results without the CLI (PosternAppLayer): the listing and the report of each address.
 @Suite("Relay listing and changes")
 struct RelayListingTests {
     @Test func relayListingAndChangesAddressByAddress() throws {

@@ -23,14 +23,14 @@ public protocol BridgeArgumentRules: Sendable {
 ///
 /// `reason` never contains an argument's value (values are the bridge's secrets).
 public struct BridgeArgumentProblem: Error, Hashable, Sendable, CustomStringConvertible {
-    public let code: BridgeConfigError.Code
+    public let code: BridgeLineError.Code
     /// The argument the problem is about, also when it is missing (a required `cert`); nil for a
     /// problem of the arguments as a whole. A bridge line's message names the key's word only when
     /// the key is in the line.
     public let key: String?
     public let reason: String
 
-    public init(_ code: BridgeConfigError.Code, key: String?, _ reason: String) {
+    public init(_ code: BridgeLineError.Code, key: String?, _ reason: String) {
         self.code = code
         self.key = key
         self.reason = reason
@@ -64,7 +64,7 @@ public struct BridgeArgumentReview: Sendable {
     /// The value for `key`, or nil.
     public subscript(key: String) -> String? { arguments[key] }
 
-    public mutating func warn(_ code: BridgeConfigError.Code, key: String?, _ reason: String) {
+    public mutating func warn(_ code: BridgeLineError.Code, key: String?, _ reason: String) {
         warnings.append(BridgeArgumentProblem(code, key: key, reason))
     }
 
