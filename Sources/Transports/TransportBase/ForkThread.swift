@@ -1,6 +1,5 @@
 #if canImport(Glibc)
 internal import CSpawn
-import BridgeConfig
 import Glibc
 #endif
 import Foundation
