@@ -323,6 +323,8 @@ def byte_server(args):
     """Serves `size` bytes to each connection, one thread-free connection at a time, for at most
     `lifetime` seconds (a check's helper must not outlive it)."""
     close_inherited_descriptors()
+    # Started from a Swift test, it inherits a blocked TERM; `check` stops it with TERM.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind((args.address, args.port))
