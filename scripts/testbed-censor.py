@@ -1,0 +1,508 @@
+#!/usr/bin/env python3
+"""The test bed's `fet` censor: the Great Firewall's detector of fully encrypted traffic, with the
+exemption rules Wu et al. published ("How the Great Firewall of China Detects and Blocks Fully
+Encrypted Traffic", USENIX Security 2023, section 4), computed exactly on the real payload.
+
+The censor's nftables chain (scripts/testbed-censors) sends every client packet that carries data
+on a flow to a relay or bridge here (client to server only), and its SYN (which starts a flow anew). They arrive on a TUN device (tbc-fet),
+steered as the link profiles steer theirs (scripts/testbed-link: a packet mark, then `fwd` in a
+netdev egress chain on lo). The first data packet of a flow is judged; the flow's later packets
+follow its verdict:
+
+  exempt (any rule Ex1-Ex5 holds)  -> written back into the device: the kernel delivers it as if it
+                                      came off a wire;
+  not exempt, with probability P   -> dropped; the server's ip:port goes into the censor's
+                                      `fet_blocked` set (nftables drops every client packet to it
+                                      until the element times out), then a forged RST from the
+                                      server is written into the device, so the client is reset;
+                                      the flow's later packets are dropped;
+  not exempt, otherwise            -> passed like an exempt one.
+
+  testbed-censor.py fet --device DEV --table T --probability P --block-seconds S [--seed N]
+                        --ready FILE
+  testbed-censor.py judge HEX...         the verdict of each payload (hex), one line each
+  testbed-censor.py probe ADDR PORT HEX  connect, send the payload, report reset / open / blocked
+  testbed-censor.py byte-server ADDR PORT SIZE   serve SIZE bytes to every connection (network gid)
+  testbed-censor.py byte-probe ADDR PORT IDLE    count bytes until EOF or IDLE seconds of silence
+  testbed-censor.py connect-burst ADDR PORT COUNT TIMEOUT   COUNT connects at once, report each
+  testbed-censor.py self-test            the rules and the packet code on fixed inputs
+
+Only the standard library is used.
+"""
+
+import argparse
+import fcntl
+import json
+import os
+import random
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+# ---------------------------------------------------------------------------------------------
+# The rules (Wu et al. 2023, section 4.1; "printable" is 0x20-0x7e in all of them).
+POPCOUNT_LOW = 3.4    # Ex1: average set bits per byte at most this ...
+POPCOUNT_HIGH = 4.6   # ... or at least this: exempt (random bytes average 4.0)
+PRINTABLE_PREFIX = 6  # Ex2: the first six bytes printable
+PRINTABLE_SHARE = 0.5  # Ex3: more than half the bytes printable
+PRINTABLE_RUN = 20    # Ex4: more than twenty contiguous printable bytes
+HTTP_PREFIXES = (b"GET ", b"PUT ", b"POST", b"HEAD")  # Ex5, with the TLS record prefix below
+
+
+def printable(byte):
+    return 0x20 <= byte <= 0x7E
+
+
+def exemption(payload):
+    """The first rule that exempts `payload` ("Ex1".."Ex5"), or None: the flow is fully encrypted
+    in the censor's eyes. An empty payload is no data packet and is never judged."""
+    if not payload:
+        return "empty"
+    ones = sum(bin(byte).count("1") for byte in payload) / len(payload)
+    if ones <= POPCOUNT_LOW or ones >= POPCOUNT_HIGH:
+        return "Ex1"
+    if len(payload) >= PRINTABLE_PREFIX and all(printable(b) for b in payload[:PRINTABLE_PREFIX]):
+        return "Ex2"
+    if sum(printable(b) for b in payload) > PRINTABLE_SHARE * len(payload):
+        return "Ex3"
+    run = longest = 0
+    for byte in payload:
+        run = run + 1 if printable(byte) else 0
+        longest = max(longest, run)
+    if longest > PRINTABLE_RUN:
+        return "Ex4"
+    # TLS: a handshake or application-data record of any version 3.x ([\x16-\x17]\x03[\x00-\x09]).
+    if len(payload) >= 3 and payload[0] in (0x16, 0x17) and payload[1] == 0x03 and payload[2] <= 0x09:
+        return "Ex5"
+    if payload[:4] in HTTP_PREFIXES:
+        return "Ex5"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Packets (raw IPv4 as read from / written to a TUN device without packet information).
+TUNSETIFF = 0x400454CA
+IFF_TUN = 0x0001
+IFF_NO_PI = 0x1000
+ETH_HEADER = 14
+WIRE_MSS = 1460  # the censor clamps these flows' SYNs to it: a wire's segment, not loopback's 64 KB
+
+
+def open_tun(name):
+    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
+    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TUN | IFF_NO_PI))
+    return fd
+
+
+def ip_packet(frame):
+    """The IPv4 packet in a frame from lo's egress: an Ethernet header (type 0x0800) may precede
+    it, as in scripts/testbed-link.py. None for anything else."""
+    if len(frame) >= ETH_HEADER + 20 and frame[12:14] == b"\x08\x00" and frame[ETH_HEADER] >> 4 == 4:
+        return frame[ETH_HEADER:]
+    if len(frame) >= 20 and frame[0] >> 4 == 4:
+        return frame
+    return None
+
+
+def checksum(data):
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+class Segment:
+    """The fields of a TCP/IPv4 packet this censor needs; None from `parse` for anything else."""
+
+    def __init__(self, src, dst, sport, dport, seq, ack, flags, options_len, payload):
+        self.src, self.dst, self.sport, self.dport = src, dst, sport, dport
+        self.seq, self.ack, self.flags = seq, ack, flags
+        self.options_len = options_len
+        self.payload = payload
+
+    @staticmethod
+    def parse(packet):
+        if len(packet) < 20 or packet[0] >> 4 != 4 or packet[9] != socket.IPPROTO_TCP:
+            return None
+        ihl = (packet[0] & 0x0F) * 4
+        total = struct.unpack_from("!H", packet, 2)[0]
+        # A GSO packet handed over whole may carry 0 or a short total; trust the buffer then.
+        end = total if ihl + 20 <= total <= len(packet) else len(packet)
+        if ihl < 20 or end < ihl + 20:
+            return None
+        sport, dport, seq, ack, offset, flags = struct.unpack_from("!HHIIBB", packet, ihl)
+        doff = (offset >> 4) * 4
+        if doff < 20 or ihl + doff > end:
+            return None
+        return Segment(packet[12:16], packet[16:20], sport, dport, seq, ack, flags, doff - 20,
+                       bytes(packet[ihl + doff:end]))
+
+    def first_wire_packet(self):
+        """The payload a wire would carry in this flow's first data packet: the censor judges
+        that, not a loopback GSO packet of up to 64 KB. The SYN's MSS (clamped to 1460) less the
+        TCP options the segment carries, as Linux sizes its segments."""
+        return self.payload[: WIRE_MSS - self.options_len]
+
+    def forged_reset(self):
+        """RST+ACK from the server to the client: sequence number = what the client acknowledged
+        (its receive window's left edge, which Linux accepts exactly), ack = past this payload."""
+        tcp = struct.pack("!HHIIBBHHH", self.dport, self.sport, self.ack,
+                          (self.seq + len(self.payload)) & 0xFFFFFFFF, 5 << 4, 0x14, 0, 0, 0)
+        pseudo = self.dst + self.src + struct.pack("!BBH", 0, socket.IPPROTO_TCP, len(tcp))
+        tcp = tcp[:16] + struct.pack("!H", checksum(pseudo + tcp)) + tcp[18:]
+        header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64,
+                             socket.IPPROTO_TCP, 0, self.dst, self.src)
+        header = header[:10] + struct.pack("!H", checksum(header)) + header[12:]
+        return header + tcp
+
+
+def endpoint(address_bytes, port):
+    return f"{socket.inet_ntoa(address_bytes)}:{port}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The censor process.
+def close_inherited_descriptors():
+    """As scripts/testbed-link.py: a process that outlives `testbed censor` must not hold its
+    starter's descriptors (a Swift test waits for those to close)."""
+    for name in os.listdir("/proc/self/fd"):
+        if int(name) > 2:
+            try:
+                os.close(int(name))
+            except OSError:
+                pass
+
+
+def block(table, segment, seconds):
+    """Adds the server's ip:port to the censor's block set, timing out after `seconds`."""
+    element = f"{{ {socket.inet_ntoa(segment.dst)} . {segment.dport} timeout {seconds}s }}"
+    result = subprocess.run(["nft", "add", "element", "inet", table, "fet_blocked", element],
+                            capture_output=True, text=True, timeout=10, check=False)
+    return result.returncode == 0, result.stderr.strip()
+
+
+FLOW_IDLE_SECONDS = 600  # a verdict is forgotten after this long without a packet of its flow
+FLOW_LIMIT = 65536       # at most this many verdicts kept (the oldest go first)
+
+
+def fet(args):
+    close_inherited_descriptors()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+    stop = [False]
+    signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__(0, True))
+    signal.signal(signal.SIGINT, lambda *_: stop.__setitem__(0, True))
+    rng = random.Random(args.seed)
+    fd = open_tun(args.device)
+    stats = {"judged": 0, "exempt": {}, "flagged": 0, "reset": 0, "spared": 0, "block_failed": 0,
+             "not_tcp": 0}
+    stats_path = args.ready + ".stats"
+
+    def write_stats():
+        with open(stats_path + ".tmp", "w", encoding="utf-8") as handle:
+            json.dump(stats, handle, sort_keys=True)
+        os.replace(stats_path + ".tmp", stats_path)
+
+    write_stats()
+    with open(args.ready + ".tmp", "w", encoding="utf-8") as handle:
+        handle.write(f"{os.getpid()}\n")
+    os.replace(args.ready + ".tmp", args.ready)
+    print(f"fet: P={args.probability}% block {args.block_seconds}s seed {args.seed}", flush=True)
+    poller = select.epoll()
+    poller.register(fd, select.EPOLLIN)
+    verdicts = {}  # (client ip, client port, server ip, server port) -> [passed?, last packet time]
+    last_prune = time.monotonic()
+    while not stop[0]:
+        try:
+            events = poller.poll(1.0)
+        except InterruptedError:
+            continue
+        now = time.monotonic()
+        if now - last_prune > 1:
+            last_prune = now
+            for key in [k for k, v in verdicts.items() if now - v[1] > FLOW_IDLE_SECONDS]:
+                del verdicts[key]
+            write_stats()
+        if not events:
+            continue
+        for _ in range(256):
+            try:
+                frame = os.read(fd, 65600)
+            except BlockingIOError:
+                break
+            packet = ip_packet(frame)
+            segment = Segment.parse(packet) if packet is not None else None
+            if segment is not None and segment.flags & 0x12 == 0x02:
+                # A client's SYN: a new flow on these four values, whatever an earlier one did.
+                verdicts.pop((segment.src, segment.sport, segment.dst, segment.dport), None)
+                os.write(fd, packet)
+                continue
+            if segment is None or not segment.payload:
+                # Nothing the chain should send; pass it rather than break a flow.
+                stats["not_tcp"] += 1
+                if packet is not None:
+                    os.write(fd, packet)
+                continue
+            key = (segment.src, segment.sport, segment.dst, segment.dport)
+            now = time.monotonic()
+            verdict = verdicts.get(key)
+            if verdict is not None:
+                verdict[1] = now
+                if verdict[0]:
+                    os.write(fd, packet)
+                else:
+                    stats["dropped_after"] = stats.get("dropped_after", 0) + 1
+                continue
+            stats["judged"] += 1
+            flow = f"{endpoint(segment.src, segment.sport)} -> {endpoint(segment.dst, segment.dport)}"
+            judged = segment.first_wire_packet()
+            rule = exemption(judged)
+            if len(verdicts) >= FLOW_LIMIT:
+                del verdicts[min(verdicts, key=lambda k: verdicts[k][1])]
+            if rule is not None:
+                verdicts[key] = [True, now]
+                stats["exempt"][rule] = stats["exempt"].get(rule, 0) + 1
+                print(f"pass {flow}: {rule} ({len(judged)} bytes judged)", flush=True)
+                os.write(fd, packet)
+                continue
+            stats["flagged"] += 1
+            if rng.random() * 100 >= args.probability:
+                verdicts[key] = [True, now]
+                stats["spared"] += 1
+                print(f"spare {flow}: fully encrypted, not picked (P={args.probability}%)", flush=True)
+                os.write(fd, packet)
+                continue
+            verdicts[key] = [False, now]
+            # The block first, so that the client's reconnect after the RST already meets it.
+            ok, error = block(args.table, segment, args.block_seconds)
+            if not ok:
+                stats["block_failed"] += 1
+                print(f"could not block {endpoint(segment.dst, segment.dport)}: {error}", flush=True)
+            os.write(fd, segment.forged_reset())
+            stats["reset"] += 1
+            print(f"reset {flow}: fully encrypted ({len(judged)} bytes judged); "
+                  f"{endpoint(segment.dst, segment.dport)} dropped for {args.block_seconds}s", flush=True)
+    write_stats()
+
+
+# ---------------------------------------------------------------------------------------------
+# Probes for `testbed check` (run inside the namespace).
+def probe(args):
+    """Connects, sends the payload and reports what came back within a second: `reset MS` (an
+    RST, milliseconds after the send), `open` (nothing), `closed` (EOF or data: the server
+    answered), `blocked` (no connection within the timeout)."""
+    payload = bytes.fromhex(args.payload)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.settimeout(args.timeout)
+    try:
+        sock.connect((args.address, args.port))
+    except (socket.timeout, OSError):
+        print("blocked")
+        return 0
+    sent = time.monotonic()
+    sock.sendall(payload)
+    sock.settimeout(1.0)
+    try:
+        data = sock.recv(65536)
+        print("closed" if not data else "answered")
+    except socket.timeout:
+        print("open")
+    except ConnectionResetError:
+        print(f"reset {1000 * (time.monotonic() - sent):.0f}")
+    finally:
+        sock.close()
+    return 0
+
+
+def byte_server(args):
+    """Serves `size` bytes to each connection, one thread-free connection at a time, for at most
+    `lifetime` seconds (a check's helper must not outlive it)."""
+    close_inherited_descriptors()
+    # Started from a Swift test, it inherits a blocked TERM; `check` stops it with TERM.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind((args.address, args.port))
+    server.listen(8)
+    print("listening", flush=True)
+    deadline = time.monotonic() + args.lifetime
+    server.settimeout(1.0)
+    block_ = bytes(range(256)) * 64
+    while time.monotonic() < deadline:
+        try:
+            conn, _ = server.accept()
+        except socket.timeout:
+            continue
+        conn.settimeout(2.0)
+        sent = 0
+        try:
+            while sent < args.size and time.monotonic() < deadline:
+                sent += conn.send(block_[: min(len(block_), args.size - sent)])
+        except (socket.timeout, OSError):
+            pass  # a frozen client: the send buffer filled up and stayed full
+        conn.close()
+
+
+def byte_probe(args):
+    """Reads until EOF or `idle` seconds without a byte; prints `BYTES eof|stalled|reset`."""
+    sock = socket.create_connection((args.address, args.port), timeout=5)
+    sock.settimeout(args.idle)
+    received, how = 0, "eof"
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                break
+            received += len(data)
+    except socket.timeout:
+        how = "stalled"
+    except ConnectionResetError:
+        how = "reset"
+    print(f"{received} {how}")
+    return 0
+
+
+def connect_burst(args):
+    """Starts `count` connects to one ip:port at once (non-blocking) and prints, per connect in
+    order of the SYNs, `ok` or `timeout` after `timeout` seconds."""
+    socks = []
+    for _ in range(args.count):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.connect_ex((args.address, args.port))
+        socks.append(sock)
+    pending = {sock.fileno(): index for index, sock in enumerate(socks)}
+    result = ["timeout"] * args.count
+    deadline = time.monotonic() + args.timeout
+    while pending and time.monotonic() < deadline:
+        _, writable, _ = select.select([], [socks[i] for i in pending.values()], [], deadline - time.monotonic())
+        for sock in writable:
+            index = pending.pop(sock.fileno())
+            error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            result[index] = "ok" if error == 0 else os.strerror(error).replace(" ", "-")
+    for sock in socks:
+        sock.close()
+    print(" ".join(result))
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+def self_test():
+    failures = []
+
+    def expect(condition, what):
+        if not condition:
+            failures.append(what)
+
+    rng = random.Random(22)
+    random_bytes = bytes(rng.getrandbits(8) for _ in range(600))
+    expect(exemption(random_bytes) is None, f"random bytes exempt by {exemption(random_bytes)}")
+    # Ex1: popcount. 0x0f has 4 bits: alone it is not exempt; mixed with 0x01 (1 bit) it is.
+    expect(exemption(bytes([0x0F, 0xF0, 0x3C, 0xC3] * 50)) is None, "popcount 4.0 exempt")
+    expect(exemption(bytes([0x01, 0x0F] * 100)) == "Ex1", "popcount 2.5 not exempt")
+    expect(exemption(bytes([0xFF, 0x0F] * 100)) == "Ex1", "popcount 6.0 not exempt")
+    # Exactly 3.4 is exempt (<=), just above is not: 10 bytes with 34 bits.
+    at_low = bytes([0x0F] * 6 + [0x07] * 4)  # 24 + 12 = 36 bits: 3.6, not exempt
+    expect(exemption(at_low) is None, "popcount 3.6 exempt")
+    at_edge = bytes([0x0F] * 4 + [0x07] * 6)  # 16 + 18 = 34 bits: 3.4
+    expect(exemption(at_edge) == "Ex1", f"popcount 3.4 gave {exemption(at_edge)}")
+    # Ex2: six printable bytes first, the rest random.
+    expect(exemption(b"abcdef" + random_bytes) == "Ex2", "printable prefix not exempt")
+    expect(exemption(b"abcde" + random_bytes) is None, "five printable bytes exempt")
+    # Ex3: more than half printable (but no 6-byte prefix and no run over 20).
+    mixed = b"".join(bytes([0x80 | rng.getrandbits(7)]) + bytes([0x41 + i % 26]) * 1 + b"xy"
+                     for i in range(100))  # 3 printable of every 4
+    expect(exemption(mixed) == "Ex3", f"75 % printable gave {exemption(mixed)}")
+    # Ex4: a run of 21 printable bytes inside non-printable ones (high bit set); 20 is not enough.
+    base = bytes(rng.getrandbits(8) | 0x80 for _ in range(300))
+    expect(exemption(base[:150] + b"q" * 21 + base[150:]) == "Ex4", "run of 21 not exempt")
+    expect(exemption(base[:150] + b"q" * 20 + base[150:]) is None, "run of 20 exempt")
+    # Ex5: TLS record prefixes and HTTP methods.
+    expect(exemption(b"\x16\x03\x01" + random_bytes) == "Ex5", "TLS handshake not exempt")
+    expect(exemption(b"\x17\x03\x03" + random_bytes) == "Ex5", "TLS application data not exempt")
+    expect(exemption(b"\x16\x03\x0a" + random_bytes) is None, "TLS 3.10 exempt")
+    expect(exemption(b"\x15\x03\x03" + random_bytes) is None, "TLS alert exempt")
+    expect(exemption(b"POST" + b"\x80" + random_bytes) == "Ex5", "POST not exempt")
+    expect(exemption(b"GET " + b"\x80" + random_bytes) == "Ex5", "GET not exempt")
+    # The first wire packet only: 1460 bytes less the options.
+    seg = Segment(b"\x7f\0\0\1", b"\x7f\0\3\2", 40000, 5100, 1000, 2000, 0x18, 12, b"\0" * 5000)
+    expect(len(seg.first_wire_packet()) == 1448, "first wire packet with timestamps not 1448 bytes")
+    # The forged reset: valid checksums, addresses and ports swapped, seq = the client's ack.
+    rst = Segment.parse(seg.forged_reset())
+    expect(rst is not None and rst.src == seg.dst and rst.dst == seg.src and rst.sport == 5100
+           and rst.dport == 40000 and rst.seq == 2000 and rst.ack == 6000 and rst.flags == 0x14,
+           "forged reset fields")
+    packet = seg.forged_reset()
+    expect(checksum(packet[:20]) == 0, "IP checksum")
+    pseudo = packet[12:16] + packet[16:20] + struct.pack("!BBH", 0, 6, len(packet) - 20)
+    expect(checksum(pseudo + packet[20:]) == 0, "TCP checksum")
+    # A seeded draw is repeatable, and P=26 picks about a quarter.
+    draws = random.Random(7)
+    picked = sum(draws.random() * 100 < 26 for _ in range(10000))
+    expect(2400 < picked < 2800, f"P=26 picked {picked} of 10000")
+    expect([random.Random(3).random() for _ in range(2)] == [random.Random(3).random() for _ in range(2)],
+           "seeded draws differ")
+    for failure in failures:
+        print(f"FAIL {failure}")
+    print("fet rules self-test: " + ("ok" if not failures else f"{len(failures)} failed"))
+    return 1 if failures else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("fet")
+    p.add_argument("--device", required=True)
+    p.add_argument("--table", required=True)
+    p.add_argument("--probability", type=float, required=True)
+    p.add_argument("--block-seconds", type=int, required=True)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--ready", required=True)
+    p = sub.add_parser("judge")
+    p.add_argument("payloads", nargs="+")
+    p = sub.add_parser("probe")
+    p.add_argument("address")
+    p.add_argument("port", type=int)
+    p.add_argument("payload")
+    p.add_argument("--timeout", type=float, default=3.0)
+    p = sub.add_parser("byte-server")
+    p.add_argument("address")
+    p.add_argument("port", type=int)
+    p.add_argument("size", type=int)
+    p.add_argument("--lifetime", type=float, default=120)
+    p = sub.add_parser("byte-probe")
+    p.add_argument("address")
+    p.add_argument("port", type=int)
+    p.add_argument("idle", type=float)
+    p = sub.add_parser("connect-burst")
+    p.add_argument("address")
+    p.add_argument("port", type=int)
+    p.add_argument("count", type=int)
+    p.add_argument("timeout", type=float)
+    sub.add_parser("self-test")
+    args = parser.parse_args()
+    if args.command == "fet":
+        fet(args)
+    elif args.command == "judge":
+        for payload in args.payloads:
+            print(exemption(bytes.fromhex(payload)) or "fully-encrypted")
+    elif args.command == "probe":
+        return probe(args)
+    elif args.command == "byte-server":
+        byte_server(args)
+    elif args.command == "byte-probe":
+        return byte_probe(args)
+    elif args.command == "connect-burst":
+        return connect_burst(args)
+    elif args.command == "self-test":
+        return self_test()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
