@@ -78,6 +78,14 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
         .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
+        // NSS 3.87 and NSPR (Debian libnss3-dev): Firefox's own TLS library, for TransportTLS's
+        // browser-shaped handshakes (docs/TLS-LIBRARY-CHOICE.md).
+        .systemLibrary(name: "CNSS", path: "Sources/CNSS", pkgConfig: "nss", providers: [.apt(["libnss3-dev"])]),
+        // NSS started once per process, a memory I/O layer under its TLS, its experimental calls as plain functions.
+        .target(name: "CNSSShim", dependencies: ["CNSS"], path: "Sources/CNSSShim"),
+        // A TLS client shaped like a browser's (NSS) over any transport byte stream; certificates verified with OpenSSL.
+        .target(name: "TransportTLS", dependencies: ["PosternSystem", "TransportBase", "TransportWire", "CNSS", "CNSSShim", "COpenSSL"],
+                path: "Sources/Transports/TransportTLS"),
         .target(name: "PosternCore", dependencies: ["PosternSystem", "PosternCrypto", "CTor", "CSodium", "PosternLinkSpec", "TransportBase"],
                 path: "Sources/PosternCore"),
         // The session an app embeds (settings, transports, connection assist,
@@ -111,6 +119,8 @@ let package = Package(
         .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Sources/TransportTestSupport"),
         .testTarget(name: "TransportTests", dependencies: ["PosternCrypto", "TransportBase", "TransportWire", "Obfs4Transport", "BridgeConfig", "TransportTestSupport", "PosternTestSupport"],
                     path: "Tests/TransportTests"),
+        // TransportTLS against openssl s_server on loopback: handshake, the hello's JA4, certificates, hostile servers.
+        .testTarget(name: "TransportTLSTests", dependencies: ["TransportTLS", "TransportBase", "TransportWire", "PosternTestSupport"], path: "Tests/TransportTLSTests"),
         .testTarget(name: "WebtunnelTests", dependencies: ["BridgeConfig", "WebtunnelTransport", "TransportBase", "TransportWire", "TransportTestSupport"], path: "Tests/WebtunnelTests"),
         .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TransportBase", "TransportWire", "PosternTestSupport"], path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),

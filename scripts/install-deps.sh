@@ -12,6 +12,8 @@ PACKAGES=(
   libcurl4-openssl-dev libsecp256k1-dev
   # snowflake's WebRTC data channel: ICE and SCTP (DTLS uses libssl-dev above)
   libnice-dev libusrsctp-dev
+  # browser-shaped TLS for the transports (TransportTLS): NSS, Firefox's TLS library
+  libnss3-dev
   # bridges export --format qr, and its test (decode with zbarimg)
   libqrencode-dev qrencode zbar-tools
   # obfs4 through an upstream SOCKS5 proxy (TOR_PT_PROXY) test

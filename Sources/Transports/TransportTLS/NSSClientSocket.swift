@@ -1,0 +1,155 @@
+internal import CNSS
+internal import CNSSShim
+import TransportBase
+
+/// One NSS TLS client socket on a memory I/O layer (CNSSShim), configured with a profile: the only
+/// owner of the PRFileDesc, closed (both layers freed) in deinit.
+///
+/// Not thread-safe: BrowserTLSStream calls it only under its lock. NSS documents one thread at a
+/// time per socket as safe; different sockets may be used on different threads at once.
+final class NSSClientSocket {
+    let descriptor: UnsafeMutablePointer<PRFileDesc>
+    /// Kept alive as long as the socket: NSS holds a raw pointer to it for the certificate hook.
+    private let verifier: ServerCertificateVerifier
+
+    init(configuration: BrowserTLSConfiguration, verifier: ServerCertificateVerifier) throws(TransportError) {
+        if let failure = postern_nss_initialize() {
+            throw TransportError(code: .tlsSetupFailed, kind: .internal, message: String(cString: failure))
+        }
+        guard let descriptor = postern_nss_memory_client_socket() else {
+            throw Self.setupFailure("the NSS socket could not be created")
+        }
+        self.descriptor = descriptor
+        self.verifier = verifier
+        try apply(configuration)
+    }
+
+    deinit {
+        _ = SSL_InvalidateSession(descriptor)  // its cache entry, so the cache does not grow per connection
+        _ = PR_Close(descriptor)
+    }
+
+    private static func setupFailure(_ step: String) -> TransportError {
+        TransportError(code: .tlsSetupFailed, kind: .internal, message: "\(step) (\(NSSError.current()))")
+    }
+
+    private func check(_ status: SECStatus, _ step: String) throws(TransportError) {
+        guard status == SECSuccess else { throw Self.setupFailure(step) }
+    }
+
+    private func option(_ option: Int32, _ value: Int32, _ step: String) throws(TransportError) {
+        try check(SSL_OptionSet(descriptor, option, value), step)
+    }
+
+    /// The profile's recipe (docs/TLS-LIBRARY-CHOICE.md, "Shaping recipe"), then ALPN, the
+    /// name and the certificate hook.
+    private func apply(_ configuration: BrowserTLSConfiguration) throws(TransportError) {
+        let profile = configuration.profile
+        var versions = SSLVersionRange(min: UInt16(SSL_LIBRARY_VERSION_TLS_1_2), max: UInt16(SSL_LIBRARY_VERSION_TLS_1_3))
+        try check(SSL_VersionRangeSet(descriptor, &versions), "TLS versions")
+
+        let implemented = SSL_GetImplementedCiphers()
+        for index in 0..<Int(SSL_GetNumImplementedCiphers()) {
+            guard let suite = implemented?[index] else { break }
+            try check(SSL_CipherPrefSet(descriptor, Int32(suite), PR_FALSE), "cipher suites")
+        }
+        for suite in profile.cipherSuites {
+            try check(SSL_CipherPrefSet(descriptor, Int32(suite), PR_TRUE), "cipher suite \(suite)")
+        }
+        try check(profile.cipherSuites.withUnsafeBufferPointer {
+            postern_nss_set_cipher_order(descriptor, $0.baseAddress, UInt32($0.count))
+        }, "cipher suite order")
+
+        let groups = profile.groups.map { SSLNamedGroup(rawValue: UInt32($0)) }
+        try check(groups.withUnsafeBufferPointer { SSL_NamedGroupConfig(descriptor, $0.baseAddress, UInt32($0.count)) }, "groups")
+        try check(SSL_SendAdditionalKeyShares(descriptor, profile.additionalKeyShares), "key shares")
+        let schemes = profile.signatureSchemes.map { SSLSignatureScheme(rawValue: UInt32($0)) }
+        try check(schemes.withUnsafeBufferPointer { SSL_SignatureSchemePrefSet(descriptor, $0.baseAddress, UInt32($0.count)) },
+                  "signature schemes")
+
+        // No resumption: a resumed session would link this connection to an earlier one and
+        // change the hello. The session cache stays on, because with SSL_NO_CACHE NSS leaves
+        // psk_key_exchange_modes out of the hello (measured: JA4 t13d1615 instead of Firefox's
+        // count); a peer ID of its own makes every lookup miss, and deinit drops the entry.
+        let peerID = (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
+        try check(SSL_SetSockPeerID(descriptor, "postern-\(peerID)"), "session cache key")
+        try option(SSL_ENABLE_SESSION_TICKETS, profile.sessionTickets ? PR_TRUE : PR_FALSE, "session tickets")
+        try option(SSL_ENABLE_OCSP_STAPLING, profile.ocspStapling ? PR_TRUE : PR_FALSE, "OCSP stapling")
+        try option(SSL_ENABLE_SIGNED_CERT_TIMESTAMPS, profile.signedCertificateTimestamps ? PR_TRUE : PR_FALSE, "SCT")
+        try option(SSL_ENABLE_EXTENDED_MASTER_SECRET, profile.extendedMasterSecret ? PR_TRUE : PR_FALSE, "extended master secret")
+        try option(SSL_ENABLE_RENEGOTIATION, Int32(SSL_RENEGOTIATE_REQUIRES_XTN), "renegotiation")
+        try option(SSL_ENABLE_DELEGATED_CREDENTIALS, profile.delegatedCredentials ? PR_TRUE : PR_FALSE, "delegated credentials")
+        if let limit = profile.recordSizeLimit {
+            try option(SSL_RECORD_SIZE_LIMIT, Int32(limit), "record size limit")
+        }
+        try option(SSL_ENABLE_TLS13_COMPAT_MODE, profile.compatibilityMode ? PR_TRUE : PR_FALSE, "compatibility mode")
+        try check(postern_nss_enable_ech_grease(descriptor, profile.echGrease ? PR_TRUE : PR_FALSE), "ECH GREASE")
+
+        let protocols = try configuration.nssApplicationProtocols()
+        try option(SSL_ENABLE_ALPN, protocols.isEmpty ? PR_FALSE : PR_TRUE, "ALPN")
+        if !protocols.isEmpty {
+            try check(protocols.withUnsafeBufferPointer { SSL_SetNextProtoNego(descriptor, $0.baseAddress, UInt32($0.count)) }, "ALPN")
+        }
+
+        // Always set (NSS 3.87 crashed with ECH GREASE and no URL, TLS-LIBRARY-CHOICE.md). NSS
+        // leaves SNI out for an IP literal and refuses hooks on server_name, so a name that must
+        // not be sent is replaced by the unspecified address: NSS uses the URL only for SNI, its
+        // session cache (off) and its own name check (replaced by ServerCertificateVerifier).
+        let url = configuration.sendsServerName || configuration.serverNameIsIPAddress ? configuration.bareServerName : "0.0.0.0"
+        try check(SSL_SetURL(descriptor, url), "server name")
+
+        let hook: SSLAuthCertificate = { argument, socket, _, _ in
+            guard let argument, let socket else { return SECFailure }
+            return Unmanaged<ServerCertificateVerifier>.fromOpaque(argument).takeUnretainedValue().verify(socket)
+        }
+        try check(SSL_AuthCertificateHook(descriptor, hook, Unmanaged.passUnretained(verifier).toOpaque()), "certificate hook")
+        try check(SSL_ResetHandshake(descriptor, PR_FALSE), "handshake start")
+    }
+
+    /// Moves what NSS wrote for the peer out of the memory layer.
+    func takeOutbound() -> [UInt8] {
+        let count = postern_nss_outbound_count(descriptor)
+        guard count > 0 else { return [] }
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            initialized = postern_nss_take_outbound(descriptor, buffer.baseAddress, count)
+        }
+    }
+
+    /// False when the bytes would exceed the memory layer's inbound capacity.
+    func feed(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { postern_nss_feed(descriptor, $0.baseAddress, $0.count) == 1 }
+    }
+
+    func feedEnd() { postern_nss_feed_end(descriptor) }
+
+    var negotiatedApplicationProtocol: String? {
+        var state = SSL_NEXT_PROTO_NO_SUPPORT
+        var length: UInt32 = 0
+        var buffer = [UInt8](repeating: 0, count: 255)
+        guard SSL_GetNextProto(descriptor, &state, &buffer, &length, UInt32(buffer.count)) == SECSuccess,
+              state == SSL_NEXT_PROTO_SELECTED || state == SSL_NEXT_PROTO_NEGOTIATED, length > 0 else { return nil }
+        return String(decoding: buffer.prefix(Int(length)), as: UTF8.self)
+    }
+
+    /// (protocol version, cipher suite) as IANA numbers, after the handshake.
+    var channel: (version: UInt16, cipherSuite: UInt16) {
+        var info = SSLChannelInfo()
+        guard SSL_GetChannelInfo(descriptor, &info, UInt32(MemoryLayout<SSLChannelInfo>.size)) == SECSuccess else { return (0, 0) }
+        return (info.protocolVersion, info.cipherSuite)
+    }
+}
+
+/// NSPR's thread-local error, read right after the failing call on the same thread.
+struct NSSError: CustomStringConvertible {
+    let code: PRErrorCode
+
+    static func current() -> NSSError { NSSError(code: PR_GetError()) }
+
+    var isWouldBlock: Bool { code == PR_WOULD_BLOCK_ERROR }
+
+    var description: String {
+        let name = PR_ErrorToName(code).map { String(cString: $0) } ?? "error \(code)"
+        let text = PR_ErrorToString(code, PRLanguageCode(PR_LANGUAGE_I_DEFAULT)).map { String(cString: $0) } ?? ""
+        return text.isEmpty ? name : "\(name): \(text)"
+    }
+}
