@@ -29,6 +29,8 @@ PACKAGES=(
   # A/B results: the report's charts rendered by a real SVG renderer and their pixels read back,
   # and the OONI measurements validated against their JSON schema (Tests/PosternTrialsTests)
   librsvg2-bin python3-pil python3-jsonschema
+  # ground truth for handshakes: a real browser's ClientHello (Tests/TransportTLSTests, headless)
+  firefox-esr
 )
 missing=()
 for p in "${PACKAGES[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p"); done
