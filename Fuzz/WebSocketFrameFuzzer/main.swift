@@ -1,5 +1,5 @@
-// RFC 6455 server frames as the Nostr relay client parses them (WebSocketFuzzEntry → the internal
-// WebSocketFrameParser), with message reassembly and the inbound size cap.
+// RFC 6455 server frames as the Nostr relay client parses them (WebSocketFuzzEntry → PosternAppLayer's
+// WebSocketFrameParser, `package` API), with message reassembly and the inbound size cap.
 //
 // Invariants, trapping when broken:
 //   - arbitrary bytes give the same events and the same close code however they are split into

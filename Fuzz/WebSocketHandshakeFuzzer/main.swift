@@ -1,4 +1,4 @@
-// The RFC 6455 opening handshake as the client reads it (WebSocketHandshakeFuzzEntry → the internal
+// The RFC 6455 opening handshake as the client reads it (WebSocketHandshakeFuzzEntry → the `package`
 // WebSocketHandshakeReader that WebSocketConnection runs on the socket), fed in fuzzer-chosen reads.
 //
 // Invariants, trapping when broken:

@@ -100,7 +100,7 @@ enum WebSocketFrameEncoder {
 }
 
 /// What the parser found in the bytes received so far.
-enum WebSocketEvent: Equatable {
+package enum WebSocketEvent: Equatable {
     case message(WebSocketMessage)
     case ping([UInt8])
     case pong([UInt8])
@@ -108,10 +108,11 @@ enum WebSocketEvent: Equatable {
 }
 
 /// Incremental parser for server frames, with message reassembly and the inbound size cap. Any
-/// violation throws a ``WebSocketCloseStatus`` error carrying the code to close with.
-struct WebSocketFrameParser {
-    struct Violation: Error, Equatable {
-        let status: WebSocketCloseStatus
+/// violation throws a ``WebSocketCloseStatus`` error carrying the code to close with. `package`
+/// access: the `WebSocketFrameFuzzer` target (Fuzz/WebSocketFrameFuzzer) drives it too.
+package struct WebSocketFrameParser {
+    package struct Violation: Error, Equatable {
+        package let status: WebSocketCloseStatus
     }
 
     let maximumMessageBytes: Int
@@ -119,9 +120,9 @@ struct WebSocketFrameParser {
     private var fragmentOpcode: WebSocketOpcode?
     private var fragments: [UInt8] = []
 
-    init(maximumMessageBytes: Int) { self.maximumMessageBytes = maximumMessageBytes }
+    package init(maximumMessageBytes: Int) { self.maximumMessageBytes = maximumMessageBytes }
 
-    mutating func feed(_ bytes: some Collection<UInt8>) throws(Violation) -> [WebSocketEvent] {
+    package mutating func feed(_ bytes: some Collection<UInt8>) throws(Violation) -> [WebSocketEvent] {
         buffer += bytes
         var events: [WebSocketEvent] = []
         var consumed = 0
@@ -212,38 +213,5 @@ struct WebSocketFrameParser {
             throw violation(WebSocketCloseStatus.invalidPayload, "text message is not UTF-8")
         }
         return .text(text)
-    }
-}
-
-/// The server-frame parser for the `WebSocketFrameFuzzer` libFuzzer target. `package` access: the
-/// fuzz targets of this package reach it; the parser itself stays internal.
-package enum WebSocketFuzzEntry {
-    package enum Event: Equatable {
-        case message(WebSocketMessage)
-        case ping([UInt8])
-        case pong([UInt8])
-        case close(WebSocketCloseStatus?)
-    }
-
-    /// Feeds `pieces` in order; returns the events and, if the stream broke the protocol, the close
-    /// code the client would answer with.
-    package static func parse(_ pieces: [ArraySlice<UInt8>], maximumMessageBytes: Int) -> (events: [Event], closeCode: UInt16?) {
-        var parser = WebSocketFrameParser(maximumMessageBytes: maximumMessageBytes)
-        var events: [Event] = []
-        do {
-            for piece in pieces {
-                for event in try parser.feed(piece) {
-                    switch event {
-                    case .message(let message): events.append(.message(message))
-                    case .ping(let payload): events.append(.ping(payload))
-                    case .pong(let payload): events.append(.pong(payload))
-                    case .close(let status): events.append(.close(status))
-                    }
-                }
-            }
-        } catch {
-            return (events, error.status.code)
-        }
-        return (events, nil)
     }
 }

@@ -18,10 +18,11 @@ import PosternCore
 import PosternSystem
 
 /// Accumulates the server's reply to our upgrade request and validates it once the head ends.
-/// Pure (no I/O), so the `WebSocketHandshakeFuzzer` target can drive it with arbitrary reads.
-struct WebSocketHandshakeReader {
+/// Pure (no I/O), so the `WebSocketHandshakeFuzzer` target (Fuzz/WebSocketHandshakeFuzzer) can drive it
+/// with arbitrary reads; `package` access for that.
+package struct WebSocketHandshakeReader {
     /// The most head bytes a server may send before its blank line.
-    static let maximumHeadBytes = 16 * 1024
+    package static let maximumHeadBytes = 16 * 1024
     private static let terminator: [UInt8] = [13, 10, 13, 10]
 
     let key: String
@@ -29,14 +30,14 @@ struct WebSocketHandshakeReader {
     /// Where the search for CRLF CRLF resumes (already-searched bytes are not searched again).
     private var searchFrom = 0
 
-    init(key: String) { self.key = key }
+    package init(key: String) { self.key = key }
 
     /// The bytes buffered so far (never more than the head cap plus one read's worth).
-    var bufferedCount: Int { received.count }
+    package var bufferedCount: Int { received.count }
 
     /// Feeds one read. Returns the bytes after the head (possibly empty) once a valid head has
     /// arrived, nil while more is needed; throws on an invalid or oversized head.
-    mutating func feed(_ bytes: some Collection<UInt8>) throws(AppLayerError) -> [UInt8]? {
+    package mutating func feed(_ bytes: some Collection<UInt8>) throws(AppLayerError) -> [UInt8]? {
         received.append(contentsOf: bytes)
         let limit = min(received.count, Self.maximumHeadBytes + Self.terminator.count)
         if let end = Self.terminatorStart(in: received, from: min(searchFrom, limit), to: limit) {
@@ -65,7 +66,7 @@ struct WebSocketHandshakeReader {
         return nil
     }
 
-    static func acceptValue(for key: String) -> String {
+    package static func acceptValue(for key: String) -> String {
         Data(Digest.sha1(Array((key + WebSocketConnection.guid).utf8))).base64EncodedString()
     }
 
@@ -119,32 +120,5 @@ struct WebSocketHandshakeReader {
         while lower < upper, bytes[lower] == 0x20 || bytes[lower] == 0x09 { lower += 1 }
         while upper > lower, bytes[upper - 1] == 0x20 || bytes[upper - 1] == 0x09 { upper -= 1 }
         return bytes[lower..<upper]
-    }
-}
-
-/// The handshake reader for the `WebSocketHandshakeFuzzer` libFuzzer target (`package` access).
-package enum WebSocketHandshakeFuzzEntry {
-    package static let maximumHeadBytes = WebSocketHandshakeReader.maximumHeadBytes
-
-    package enum Verdict: Equatable {
-        /// Still waiting after every read; `buffered` is what the reader holds.
-        case needMore(buffered: Int)
-        case accepted(leftover: [UInt8], afterRead: Int)
-        case refused(code: String, afterRead: Int)
-    }
-
-    package static func acceptValue(for key: String) -> String { WebSocketHandshakeReader.acceptValue(for: key) }
-
-    /// Feeds `reads` in order, stopping at the first verdict.
-    package static func run(key: String, reads: [ArraySlice<UInt8>]) -> Verdict {
-        var reader = WebSocketHandshakeReader(key: key)
-        for (index, read) in reads.enumerated() {
-            do {
-                if let leftover = try reader.feed(read) { return .accepted(leftover: leftover, afterRead: index) }
-            } catch {
-                return .refused(code: error.code.rawValue, afterRead: index)
-            }
-        }
-        return .needMore(buffered: reader.bufferedCount)
     }
 }
