@@ -3,11 +3,18 @@
 the one the build uses).
 
 `swift package dump-package` gives the targets and their dependencies; the table lists every
-module under Sources/ (products, C modules, the CLI, the benchmark and the transports' test
-support) with what it depends on, lowest layer first. Tests and fuzz targets are left out.
+module under Sources/ (what the products link: libraries, C modules, the CLI) and under Benchmarks/
+(the benchmark, not a product) with what it depends on, lowest layer first. Tests, test support
+(Tests/) and fuzz targets (Fuzz/) are left out.
+
+--check also holds Sources/ to product code only (issue #25): every module there is linked by a
+library or executable product, and none depends on a module outside Sources/ (test support, a
+benchmark, a fuzz harness).
 
   scripts/module-graph.py           rewrite the table between README's markers
-  scripts/module-graph.py --check   exit 1 when README's table differs from Package.swift
+  scripts/module-graph.py --check   exit 1 when README's table differs from Package.swift, or when
+                                    Sources/ holds a module no product links or one that depends on
+                                    code outside Sources/
 """
 import json
 import os
@@ -17,18 +24,52 @@ import sys
 BEGIN = "<!-- module-graph:begin (scripts/module-graph.py writes this table) -->"
 END = "<!-- module-graph:end -->"
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+# Where the table's modules live: product code, then the benchmark (a module, not a product).
+PRODUCT_ROOT = "Sources/"
+BENCHMARK_ROOT = "Benchmarks/"
 
 
-def targets():
+def package():
     dump = subprocess.run(["swift", "package", "--package-path", ROOT, "dump-package"],
                           check=True, capture_output=True, text=True).stdout
+    return json.loads(dump)
+
+
+def dependencies(target):
+    return [value[0] for dependency in target.get("dependencies", []) for value in dependency.values()]
+
+
+def targets(manifest):
+    """name -> (type, dependencies, path) of every module in the table."""
     found = {}
-    for target in json.loads(dump)["targets"]:
-        if not (target.get("path") or "").startswith("Sources/"):
-            continue  # tests, test support under Tests/, fuzz targets
-        dependencies = [value[0] for dependency in target.get("dependencies", []) for value in dependency.values()]
-        found[target["name"]] = (target["type"], dependencies)
+    for target in manifest["targets"]:
+        path = target.get("path") or ""
+        if path.startswith((PRODUCT_ROOT, BENCHMARK_ROOT)):
+            found[target["name"]] = (target["type"], dependencies(target), path)
     return found
+
+
+def misplaced(manifest):
+    """Why a module under Sources/ is not product code: no product links it, or it depends on a
+    module outside Sources/. One line per problem."""
+    by_name = {target["name"]: target for target in manifest["targets"]}
+    in_sources = {name for name, target in by_name.items() if (target.get("path") or "").startswith(PRODUCT_ROOT)}
+    linked = set()
+    pending = [name for product in manifest["products"] for name in product["targets"]]
+    while pending:
+        name = pending.pop()
+        if name in linked or name not in by_name:
+            continue
+        linked.add(name)
+        pending += dependencies(by_name[name])
+    problems = [f"{by_name[name]['path']}: `{name}` is under Sources/ but no product links it"
+                for name in sorted(in_sources - linked)]
+    for name in sorted(in_sources):
+        for dependency in dependencies(by_name[name]):
+            if dependency in by_name and dependency not in in_sources:
+                problems.append(f"{by_name[name]['path']}: `{name}` depends on `{dependency}`, which is not product code "
+                                f"({by_name[dependency].get('path') or 'no path'})")
+    return problems
 
 
 def layered(graph):
@@ -43,17 +84,19 @@ def layered(graph):
     return sorted(graph, key=lambda name: (level(name), name))
 
 
-def table():
-    graph = targets()
+def table(manifest):
+    graph = targets(manifest)
     kinds = {"system": "C (system library)", "regular": "library", "executable": "executable"}
     lines = ["| module | kind | depends on |", "| --- | --- | --- |"]
     for name in layered(graph):
-        kind, dependencies = graph[name]
+        kind, needs, path = graph[name]
         if kind == "regular" and name.startswith("C") and name[1:2].isupper():
             kind_text = "C (compiled shim)"
         else:
             kind_text = kinds.get(kind, kind)
-        lines.append(f"| `{name}` | {kind_text} | {', '.join(f'`{d}`' for d in dependencies) or '—'} |")
+        if path.startswith(BENCHMARK_ROOT):
+            kind_text += f" (benchmark, `{path}`, not a product)"
+        lines.append(f"| `{name}` | {kind_text} | {', '.join(f'`{d}`' for d in needs) or '—'} |")
     return "\n".join(lines)
 
 
@@ -65,12 +108,18 @@ def main():
         return 1
     head, rest = readme.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    wanted = f"{head}{BEGIN}\n{table()}\n{END}{tail}"
+    manifest = package()
+    wanted = f"{head}{BEGIN}\n{table(manifest)}\n{END}{tail}"
     if sys.argv[1:] == ["--check"]:
+        problems = misplaced(manifest)
+        for problem in problems:
+            print(f"module-graph: {problem}")
         if wanted != readme:
             print("module-graph: README.md's module graph differs from Package.swift; run scripts/module-graph.py")
             return 1
-        print("module-graph: README.md matches Package.swift")
+        if problems:
+            return 1
+        print("module-graph: README.md matches Package.swift; every module under Sources/ is product code")
         return 0
     with open(readme_path, "w", encoding="utf-8") as handle:
         handle.write(wanted)
