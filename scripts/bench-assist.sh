@@ -2,7 +2,7 @@
 # `make bench`'s connection assist part (issue 14): time to ready under the censor scenarios none,
 # block-tor and block-tor-and-bridges for the race strategy, the sequential one and the working
 # route alone (the oracle), in one run (postern-bench assist; see
-# Sources/postern-bench/AssistBenchmark.swift). Brings up a private test bed in
+# Benchmarks/postern-bench/AssistBenchmark.swift). Brings up a private test bed in
 # .testbed/bench-assist and always takes it down.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

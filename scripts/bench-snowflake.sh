@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`'s snowflake part: our snowflake client vs Debian's snowflake-client on one test-bed
-# stack, in one run (postern-bench snowflake; see Sources/postern-bench/SnowflakeBenchmark.swift).
+# stack, in one run (postern-bench snowflake; see Benchmarks/postern-bench/SnowflakeBenchmark.swift).
 # Brings up a private test bed in .testbed/bench (censor none), runs the benchmark inside its
 # namespace and always takes it down. Extra arguments go to postern-bench.
 set -euo pipefail

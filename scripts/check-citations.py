@@ -2,9 +2,9 @@
 """Every file the repository's comments and docs cite is in the repository, and none names a path
 of one machine (issue #25: a newcomer must be able to follow every reference).
 
-Scans Sources, Tests, docs, scripts, Fuzz, Examples (without build output), README.md, Makefile and
-Package.swift for repository paths (docs/..., Sources/..., Tests/..., scripts/..., Fuzz/...,
-Examples/..., patches/...) and checks each exists (a path that ends in '*' or names a build
+Scans Sources, Tests, docs, scripts, Fuzz, Benchmarks, Examples (without build output), README.md,
+Makefile and Package.swift for repository paths (docs/..., Sources/..., Tests/..., scripts/...,
+Fuzz/..., Benchmarks/..., Examples/..., patches/...) and checks each exists (a path that ends in '*' or names a build
 directory is a pattern, not a file). A path of one machine always fails: one under the checkout's
 own absolute location or its parent's, or a relative path that climbs out of the repository to
 something beside it ('../NAME'). Exit 1 with one line per problem. --self-test plants both kinds of problem and expects them
@@ -14,9 +14,9 @@ import re
 import sys
 import tempfile
 
-ROOTS = ["Sources", "Tests", "docs", "scripts", "Fuzz", "Examples", "README.md", "Makefile", "Package.swift"]
+ROOTS = ["Sources", "Tests", "docs", "scripts", "Fuzz", "Benchmarks", "Examples", "README.md", "Makefile", "Package.swift"]
 SUFFIXES = (".swift", ".md", ".sh", ".py", ".h", ".c", ".txt", "Makefile", ".yml", "testbed")
-CITED = re.compile(r"(?<![A-Za-z0-9_./-])((?:docs|Sources|Tests|scripts|Fuzz|Examples|patches)/[A-Za-z0-9_./*-]+)")
+CITED = re.compile(r"(?<![A-Za-z0-9_./-])((?:docs|Sources|Tests|scripts|Fuzz|Benchmarks|Examples|patches)/[A-Za-z0-9_./*-]+)")
 CLIMBING = re.compile(r"(?<![A-Za-z0-9_./-])\.\./([A-Za-z0-9_-][A-Za-z0-9_.-]*)")
 ABSOLUTE = re.compile(r"(?<![A-Za-z0-9_.-])(/[A-Za-z0-9_./-]+)")
 

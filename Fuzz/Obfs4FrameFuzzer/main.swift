@@ -1,7 +1,7 @@
 // obfs4 data-phase frame decoder. The harness (a little program that builds a stream from
-// well-formed frames, sealed malformed packets, garbage and bit flips) lives next to the decoder as
-// `package` API, because the framing types are internal: Sources/Transports/Obfs4Transport/FrameFuzzHarness.swift.
+// well-formed frames, sealed malformed packets, garbage and bit flips) is in Fuzz/Obfs4Harnesses/FrameFuzzHarness.swift,
+// over the framing types Obfs4Transport offers this package as `package` API.
 import FuzzSupport
-import Obfs4Transport
+import Obfs4FuzzHarnesses
 
 runFuzzer(Obfs4FrameFuzzHarness.run)

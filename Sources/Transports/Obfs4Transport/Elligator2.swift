@@ -4,12 +4,12 @@ import TransportBase
 /// Elligator2 over Curve25519 as obfs4 uses it (spec §3): representatives are 32 bytes whose top
 /// two bits are random padding, and client keys are "dirty" (a low-order component is added) so that
 /// decoded representatives are not all in the prime-order subgroup.
-enum Elligator2 {
+package enum Elligator2 {
     /// Representative → Montgomery u (spec §3.2 "Decode"). Clears both top bits, as obfs4proxy ≥
     /// 0.0.12 and lyrebird do.
     /// `clearingBit254: false` reproduces obfs4proxy ≤ 0.0.11, which cleared only bit 255 (tests use
     /// it to model such a bridge).
-    static func decode(representative: [UInt8], clearingBit254: Bool = true) -> [UInt8] {
+    package static func decode(representative: [UInt8], clearingBit254: Bool = true) -> [UInt8] {
         precondition(representative.count == 32)
         var masked = representative
         masked[31] &= clearingBit254 ? 0x3F : 0x7F
@@ -49,13 +49,13 @@ enum Elligator2 {
 }
 
 /// An ephemeral X25519 key with an Elligator2 representative (spec §3.1).
-struct RepresentableKeyPair: Sendable {
+package struct RepresentableKeyPair: Sendable {
     /// The unclamped 32-byte secret (X25519 clamps it when used).
-    let secretKey: [UInt8]
+    package let secretKey: [UInt8]
     /// The dirty u-coordinate; equals `Elligator2.decode(representative)`.
-    let publicKey: [UInt8]
+    package let publicKey: [UInt8]
     /// What goes on the wire.
-    let representative: [UInt8]
+    package let representative: [UInt8]
 
     /// The order-8 Edwards point T8 (compressed; x is even) from lyrebird's constants.
     private static let torsionPointT8 = hexBytes("26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05")
@@ -70,7 +70,7 @@ struct RepresentableKeyPair: Sendable {
     /// Derives a key pair from 32 random bytes the way lyrebird does; nil if the resulting point has
     /// no representative. `clearTweakBit254` forces the representative's bit 254 to 0 (the retry for
     /// obfs4proxy ≤ 0.0.11 bridges, spec §3.4).
-    static func derive(fromSeed seed: [UInt8], clearTweakBit254: Bool = false) throws(TransportError) -> RepresentableKeyPair? {
+    package static func derive(fromSeed seed: [UInt8], clearTweakBit254: Bool = false) throws(TransportError) -> RepresentableKeyPair? {
         precondition(seed.count == 32)
         let digest = Digest.sha512(seed)
         let secretKey = Array(digest[0..<32])

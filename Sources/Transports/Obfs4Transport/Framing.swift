@@ -32,30 +32,30 @@ extension TransportError.Code {
     public static let obfs4CounterExhausted = Self(rawValue: "obfs4-nonce-counter-exhausted")
 }
 
-enum Obfs4Framing {
+package enum Obfs4Framing {
     static let maximumSegmentLength = 1448
     static let lengthFieldLength = 2
-    static let tagLength = 16
-    static let frameOverhead = lengthFieldLength + tagLength
-    static let maximumPacketLength = maximumSegmentLength - frameOverhead      // 1430
-    static let packetHeaderLength = 3
-    static let maximumPayloadLength = maximumPacketLength - packetHeaderLength // 1427
+    package static let tagLength = 16
+    package static let frameOverhead = lengthFieldLength + tagLength
+    package static let maximumPacketLength = maximumSegmentLength - frameOverhead      // 1430
+    package static let packetHeaderLength = 3
+    package static let maximumPayloadLength = maximumPacketLength - packetHeaderLength // 1427
     static let minimumBoxLength = tagLength
     static let maximumBoxLength = maximumSegmentLength - lengthFieldLength     // 1446
     static let keyMaterialLength = 72
     static let seedLength = 24
 
-    static let packetTypePayload: UInt8 = 0
+    package static let packetTypePayload: UInt8 = 0
     static let packetTypePRNGSeed: UInt8 = 1
 }
 
 /// One direction's keys, cut from 72 bytes of key material.
-struct DirectionKeys: Sendable {
+package struct DirectionKeys: Sendable {
     let secretboxKey: [UInt8]
     let noncePrefix: [UInt8]
     let lengthMaskSeed: [UInt8]
 
-    init(keyMaterial: some Collection<UInt8>) {
+    package init(keyMaterial: some Collection<UInt8>) {
         let bytes = Array(keyMaterial)
         precondition(bytes.count == Obfs4Framing.keyMaterialLength)
         secretboxKey = Array(bytes[0..<32])
@@ -86,7 +86,7 @@ private struct FrameNonce {
 /// Seals packets into frames, in place in the caller's output buffer: the packet is written where
 /// the ciphertext goes and sealed over itself (libsodium's secretbox allows the exact in-place
 /// layout, ciphertext pointer == plaintext pointer), so each payload byte is copied once.
-struct FrameEncoder: Sendable {
+package struct FrameEncoder: Sendable {
     private let keys: DirectionKeys
     private var counter: UInt64 = 1
     private var lengthMask: SipHashDRBG
@@ -94,15 +94,15 @@ struct FrameEncoder: Sendable {
     /// Length field and tag, zero until the frame is sealed.
     private static let placeholder = [UInt8](repeating: 0, count: Obfs4Framing.frameOverhead)
 
-    init(keys: DirectionKeys) {
+    package init(keys: DirectionKeys) {
         self.keys = keys
         self.lengthMask = SipHashDRBG(seed: keys.lengthMaskSeed)
         self.nonce = FrameNonce(prefix: keys.noncePrefix)
     }
 
     /// Appends one frame carrying `payload` (≤ 1427 bytes) and `paddingLength` zero bytes to `output`.
-    mutating func appendFrame(type: UInt8, payload: ArraySlice<UInt8>, paddingLength: Int,
-                              to output: inout [UInt8]) throws(TransportError) {
+    package mutating func appendFrame(type: UInt8, payload: ArraySlice<UInt8>, paddingLength: Int,
+                                      to output: inout [UInt8]) throws(TransportError) {
         let packetLength = Obfs4Framing.packetHeaderLength + payload.count + paddingLength
         precondition(paddingLength >= 0 && packetLength <= Obfs4Framing.maximumPacketLength, "packet too long")
         guard counter != 0 else {
@@ -118,8 +118,9 @@ struct FrameEncoder: Sendable {
         sealInPlace(frameStart: start, packetLength: packetLength, in: &output)
     }
 
-    /// Seals arbitrary packet bytes (possibly malformed) as one frame; used by the fuzz harness.
-    mutating func appendRawPacket(_ bytes: ArraySlice<UInt8>, to output: inout [UInt8]) throws(TransportError) {
+    /// Seals arbitrary packet bytes (possibly malformed) as one frame: how the `Obfs4FrameFuzzer`
+    /// harness (Fuzz/Obfs4Harnesses) puts malformed packets behind a valid tag.
+    package mutating func appendRawPacket(_ bytes: ArraySlice<UInt8>, to output: inout [UInt8]) throws(TransportError) {
         precondition(bytes.count <= Obfs4Framing.maximumPacketLength, "packet too long")
         guard counter != 0 else {
             throw TransportError(code: .obfs4CounterExhausted, kind: .protocolViolation, message: "frame counter exhausted")
@@ -157,9 +158,14 @@ struct FrameEncoder: Sendable {
     }
 }
 
-struct DecodedPacket: Sendable, Equatable {
-    let type: UInt8
-    let payload: [UInt8]
+package struct DecodedPacket: Sendable, Equatable {
+    package let type: UInt8
+    package let payload: [UInt8]
+
+    package init(type: UInt8, payload: [UInt8]) {
+        self.type = type
+        self.payload = payload
+    }
 }
 
 /// Turns a byte stream back into packets. Any failure is final: the connection must be dropped.
@@ -167,7 +173,7 @@ struct DecodedPacket: Sendable, Equatable {
 /// Boxes are opened in place in the receive buffer (after the tag checks out; libsodium writes
 /// nothing when it does not), and a payload is handed out as a view of that buffer, so the only
 /// copies are into the buffer and out of it to the reader.
-struct FrameDecoder: Sendable {
+package struct FrameDecoder: Sendable {
     private let keys: DirectionKeys
     private var counter: UInt64 = 1
     private var lengthMask: SipHashDRBG
@@ -178,7 +184,7 @@ struct FrameDecoder: Sendable {
     private var pendingBoxLength: Int?
     private var failure: TransportError?
 
-    init(keys: DirectionKeys) {
+    package init(keys: DirectionKeys) {
         self.keys = keys
         self.lengthMask = SipHashDRBG(seed: keys.lengthMaskSeed)
         self.nonce = FrameNonce(prefix: keys.noncePrefix)
@@ -196,14 +202,17 @@ struct FrameDecoder: Sendable {
         }
     }
 
-    mutating func append(_ bytes: some Collection<UInt8>) {
+    /// Appends a slice (the fuzz harnesses' reads). A concrete type, not `some Collection`: the
+    /// harnesses are in another module, where a generic append is not specialised and cost
+    /// Obfs4FrameFuzzer a third of its executions (Fuzz/README.md).
+    package mutating func append(_ bytes: ArraySlice<UInt8>) {
         compact()
         buffer.append(contentsOf: bytes)
     }
 
     /// Takes over `bytes` without copying when nothing is buffered (the common case at a frame
     /// boundary), else appends them.
-    mutating func append(_ bytes: consuming [UInt8]) {
+    package mutating func append(_ bytes: consuming [UInt8]) {
         compact()
         if buffer.isEmpty {
             buffer = bytes
@@ -213,10 +222,10 @@ struct FrameDecoder: Sendable {
     }
 
     /// True when some bytes of an incomplete frame are buffered (end of stream here is truncation).
-    var hasPartialFrame: Bool { pendingBoxLength != nil || readIndex < buffer.count }
+    package var hasPartialFrame: Bool { pendingBoxLength != nil || readIndex < buffer.count }
 
     /// The next complete packet, or nil when more bytes are needed.
-    mutating func nextPacket() throws(TransportError) -> DecodedPacket? {
+    package mutating func nextPacket() throws(TransportError) -> DecodedPacket? {
         var packet: DecodedPacket?
         guard try nextPacket({ type, payload in packet = DecodedPacket(type: type, payload: Array(payload)) }) else { return nil }
         return packet
@@ -224,7 +233,7 @@ struct FrameDecoder: Sendable {
 
     /// Decodes the next complete packet and passes its type and payload to `body` (the payload view
     /// is valid only during the call). False when more bytes are needed.
-    mutating func nextPacket(_ body: (UInt8, UnsafeBufferPointer<UInt8>) -> Void) throws(TransportError) -> Bool {
+    package mutating func nextPacket(_ body: (UInt8, UnsafeBufferPointer<UInt8>) -> Void) throws(TransportError) -> Bool {
         if let failure { throw failure }
         do {
             return try decodeNext(body)

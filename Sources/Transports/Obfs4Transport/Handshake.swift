@@ -40,35 +40,35 @@ public struct Obfs4ServerIdentity: Sendable, Hashable {
     }
 
     /// The key for every mark and MAC: B | NODEID (B first).
-    var hmacKey: [UInt8] { publicKey + nodeID }
+    package var hmacKey: [UInt8] { publicKey + nodeID }
 }
 
 /// The client side of the obfs4 handshake (spec §4–§7) as a pure state machine: build the request,
 /// then feed it the bytes received so far until it yields session keys.
-struct ClientHandshake: Sendable {
-    static let maximumHandshakeLength = 8192
-    static let minimumClientPadding = 77     // (96 + 45) − 64; the written spec's 85 is also fine
+package struct ClientHandshake: Sendable {
+    package static let maximumHandshakeLength = 8192
+    package static let minimumClientPadding = 77     // (96 + 45) − 64; the written spec's 85 is also fine
     static let maximumClientPadding = 8128   // 8192 − 64
     static let markLength = 16
     static let macLength = 16
     static let representativeLength = 32
     static let authLength = 32
-    static let serverMinimumLength = representativeLength + authLength + markLength + macLength  // 96
+    package static let serverMinimumLength = representativeLength + authLength + markLength + macLength  // 96
 
-    struct Outcome: Sendable {
+    package struct Outcome: Sendable {
         /// 144 bytes: [0,72) client→server, [72,144) server→client.
-        let keyMaterial: [UInt8]
+        package let keyMaterial: [UInt8]
         /// Bytes after MAC_S: the start of the framed stream (the inline seed frame first).
-        let remainder: [UInt8]
+        package let remainder: [UInt8]
     }
 
     let identity: Obfs4ServerIdentity
-    let keyPair: RepresentableKeyPair
+    package let keyPair: RepresentableKeyPair
     /// floor(unix time / 3600) in ASCII decimal; not sent, reused to check the server's MAC.
     let epochHour: [UInt8]
     let padding: [UInt8]
 
-    init(identity: Obfs4ServerIdentity, keyPair: RepresentableKeyPair, padding: [UInt8], epochHour: String) {
+    package init(identity: Obfs4ServerIdentity, keyPair: RepresentableKeyPair, padding: [UInt8], epochHour: String) {
         precondition(padding.count >= Self.minimumClientPadding && padding.count <= Self.maximumClientPadding)
         self.identity = identity
         self.keyPair = keyPair
@@ -95,7 +95,7 @@ struct ClientHandshake: Sendable {
     }
 
     /// Verifies the server's response. Returns nil while more bytes are needed.
-    func parseResponse(_ buffer: [UInt8]) throws(TransportError) -> Outcome? {
+    package func parseResponse(_ buffer: [UInt8]) throws(TransportError) -> Outcome? {
         var searchFrom = 0
         return try parseResponse(buffer, resumingAt: &searchFrom)
     }
@@ -149,7 +149,7 @@ struct ClientHandshake: Sendable {
     /// The first position in `start..<end` where `needle` begins. libc's memchr finds each candidate
     /// first byte and memcmp checks it: a server may pad its reply to 8192 bytes, and a byte-by-byte
     /// Swift loop made every read of such a reply a scan the fuzzer (and a slow client) felt.
-    static func firstIndex(of needle: [UInt8], in haystack: [UInt8], from start: Int, to end: Int) -> Int? {
+    package static func firstIndex(of needle: [UInt8], in haystack: [UInt8], from start: Int, to end: Int) -> Int? {
         guard let first = needle.first, start >= 0, end <= haystack.count, end - start >= needle.count else { return nil }
         return haystack.withUnsafeBufferPointer { hay -> Int? in
             needle.withUnsafeBufferPointer { pin -> Int? in
@@ -169,19 +169,19 @@ struct ClientHandshake: Sendable {
 }
 
 /// The client's side of the handshake over a byte stream: what `Obfs4Transport` runs on the
-/// socket, and the `Obfs4ClientHandshakeFuzzer` target on arbitrary reads. Holds at most
+/// socket, and the `Obfs4ClientHandshakeFuzzer` target (Fuzz/Obfs4Harnesses) on arbitrary reads. Holds at most
 /// ``ClientHandshake/maximumHandshakeLength`` bytes plus the last read.
-struct ClientHandshakeReader: Sendable {
+package struct ClientHandshakeReader: Sendable {
     let handshake: ClientHandshake
-    private(set) var received: [UInt8] = []
+    package private(set) var received: [UInt8] = []
     private var searchFrom = 0
     private var serverMark: [UInt8]?
 
-    init(handshake: ClientHandshake) { self.handshake = handshake }
+    package init(handshake: ClientHandshake) { self.handshake = handshake }
 
     /// One read from the server: the session keys once the reply verifies, nil while more is
     /// needed; throws (typed) on a reply that cannot verify.
-    mutating func feed(_ bytes: some Collection<UInt8>) throws(TransportError) -> ClientHandshake.Outcome? {
+    package mutating func feed(_ bytes: some Collection<UInt8>) throws(TransportError) -> ClientHandshake.Outcome? {
         received.append(contentsOf: bytes)
         return try handshake.parseResponse(received, resumingAt: &searchFrom, serverMark: &serverMark)
     }

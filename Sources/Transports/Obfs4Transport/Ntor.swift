@@ -8,7 +8,7 @@ extension TransportError.Code {
 
 /// obfs4's variant of ntor (spec §7). It is not tor's ntor: the suffix is B|B|X|Y|PROTOID|ID and
 /// the auth input keeps X before Y.
-enum Obfs4Ntor {
+package enum Obfs4Ntor {
     static let protocolID = Array("ntor-curve25519-sha256-1".utf8)
     static let macKey = protocolID + Array(":mac".utf8)
     static let extractKey = protocolID + Array(":key_extract".utf8)
@@ -16,9 +16,9 @@ enum Obfs4Ntor {
     static let expandInfo = protocolID + Array(":key_expand".utf8)
     static let keyMaterialLength = 144
 
-    struct Result {
-        let keySeed: [UInt8]
-        let auth: [UInt8]
+    package struct Result {
+        package let keySeed: [UInt8]
+        package let auth: [UInt8]
     }
 
     /// Computes KEY_SEED and AUTH from the two DH results and the public transcript.
@@ -41,8 +41,8 @@ enum Obfs4Ntor {
                       clientPublic: clientPublic, serverPublic: serverPublic)
     }
 
-    /// Server side (used by tests and the local old-bridge model): EXP1 = X25519(y, X), EXP2 = X25519(b, X).
-    static func server(serverSecret: [UInt8], serverPublic: [UInt8], identitySecret: [UInt8], identityKey: [UInt8],
+    /// Server side (used by tests, the fuzz harnesses and the local old-bridge model): EXP1 = X25519(y, X), EXP2 = X25519(b, X).
+    package static func server(serverSecret: [UInt8], serverPublic: [UInt8], identitySecret: [UInt8], identityKey: [UInt8],
                        nodeID: [UInt8], clientPublic: [UInt8]) throws(TransportError) -> Result {
         let exp1 = try Sodium.x25519(scalar: serverSecret, point: clientPublic)
         let exp2 = try Sodium.x25519(scalar: identitySecret, point: clientPublic)
@@ -51,7 +51,7 @@ enum Obfs4Ntor {
     }
 
     /// The 144 bytes of session key material: [0,72) client→server, [72,144) server→client.
-    static func expand(keySeed: [UInt8]) -> [UInt8] {
+    package static func expand(keySeed: [UInt8]) -> [UInt8] {
         Digest.hkdfSHA256(inputKeyMaterial: keySeed, salt: extractKey, info: expandInfo, length: keyMaterialLength)
     }
 }

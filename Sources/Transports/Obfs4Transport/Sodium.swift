@@ -12,7 +12,7 @@ extension TransportError.Code {
     public static let cryptoFailure = Self(rawValue: "obfs4-crypto-failure")
 }
 
-enum Sodium {
+package enum Sodium {
     static func ensureInitialised() throws(TransportError) {
         guard LibSodium.isReady else {
             throw TransportError(code: .cryptoFailure, kind: .internal, message: "libsodium failed to initialise")
@@ -34,7 +34,7 @@ enum Sodium {
         return shared
     }
 
-    static func x25519Base(scalar: [UInt8]) throws(TransportError) -> [UInt8] {
+    package static func x25519Base(scalar: [UInt8]) throws(TransportError) -> [UInt8] {
         var publicKey = [UInt8](repeating: 0, count: 32)
         let result = publicKey.withUnsafeMutableBufferPointer { output in
             scalar.withUnsafeBufferPointer { crypto_scalarmult_curve25519_base(output.baseAddress!, $0.baseAddress!) }

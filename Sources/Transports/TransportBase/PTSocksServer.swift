@@ -127,7 +127,7 @@ struct BufferedReader {
     mutating func readByte() async throws -> UInt8 { try await read(exactly: 1)[0] }
 }
 
-struct SocksSession {
+package struct SocksSession {
     let client: TCPSocket
     let transport: any PluggableTransport
     let context: DialContext
@@ -183,9 +183,9 @@ struct SocksSession {
     }
 
     /// Greeting, RFC 1929 arguments, CONNECT. Returns the validated dial, the target and any bytes
-    /// the client sent after its request. (Static and over any connection so that the fuzz target
-    /// can drive it from memory: see `PTSocksFuzzEntry`.)
-    static func negotiate(client: any TransportConnection, transport: any PluggableTransport,
+    /// the client sent after its request. (Static, over any connection and `package` so that the
+    /// `PTSocksFuzzer` target can drive it from memory: Fuzz/PTSocksFuzzer/PTSocksFuzzEntry.swift.)
+    package static func negotiate(client: any TransportConnection, transport: any PluggableTransport,
                           admission: SocksAdmission) async throws -> (PreparedDial, TransportEndpoint, [UInt8]) {
         var reader = BufferedReader(socket: client)
         let version = try await reader.readByte()
@@ -321,15 +321,5 @@ struct SocksSession {
         client.close()
         let candidates = [failures[.transport], failures[.tor]].compactMap { $0 }
         return candidates.first { ($0 as? TransportError)?.kind != .cancelled } ?? candidates.first
-    }
-}
-
-/// The SOCKS negotiation for the `PTSocksFuzzer` libFuzzer target: `package` access, so the fuzz
-/// targets of this package reach it and users of the library do not.
-package enum PTSocksFuzzEntry {
-    /// Runs the server side of the negotiation over `client` (no listener, no dial).
-    package static func negotiate(client: any TransportConnection, transport: any PluggableTransport) async throws -> (target: TransportEndpoint, early: [UInt8]) {
-        let (_, target, early) = try await SocksSession.negotiate(client: client, transport: transport, admission: .open())
-        return (target, early)
     }
 }

@@ -1,22 +1,23 @@
-internal import CSodium
-import PosternCrypto
+import CSodium
 import Glibc
+import Obfs4Transport
+import PosternCrypto
 
 /// The per-frame cost of our framing against libsodium's secretbox alone on the same bytes, in one
-/// process (used by `postern-bench obfs4`; `package` access: the benchmark in this package sees it,
-/// users of the library do not).
+/// process (`postern-bench obfs4` and `frames`). The framing types are Obfs4Transport's `package` API:
+/// this package's benchmark sees them, users of the library do not.
 ///
 /// Both sides handle `bytes` of payload as full frames (1427 payload bytes each), in 64 KiB writes
 /// like the relay's: "cipher" is crypto_secretbox_easy / _open_easy over each 1430-byte packet with
 /// a fresh nonce and nothing else; "framing" is FrameEncoder (header, length mask, in-place seal)
 /// and FrameDecoder (length check, in-place open, payload copied out to the reader's buffer).
-package enum Obfs4FrameBenchmark {
-    package struct Result: Sendable {
-        package var bytes: Int
-        package var cipherSealSeconds: Double
-        package var cipherOpenSeconds: Double
-        package var framingSealSeconds: Double
-        package var framingOpenSeconds: Double
+enum Obfs4FrameBenchmark {
+    struct Result: Sendable {
+        var bytes: Int
+        var cipherSealSeconds: Double
+        var cipherOpenSeconds: Double
+        var framingSealSeconds: Double
+        var framingOpenSeconds: Double
     }
 
     private static func threadCPUSeconds() -> Double {
@@ -25,8 +26,8 @@ package enum Obfs4FrameBenchmark {
         return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
-    package static func run(bytes: Int) throws(TransportErrorForBenchmark) -> Result {
-        guard LibSodium.isReady else { throw TransportErrorForBenchmark(description: "libsodium failed to initialise") }
+    static func run(bytes: Int) throws(FrameBenchmarkError) -> Result {
+        guard LibSodium.isReady else { throw FrameBenchmarkError(description: "libsodium failed to initialise") }
         let writeSize = 65536
         let chunk = [UInt8]((0..<writeSize).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) })
         let writes = max(1, bytes / writeSize)
@@ -73,7 +74,7 @@ package enum Obfs4FrameBenchmark {
             }
             result.cipherOpenSeconds += threadCPUSeconds() - started
         }
-        guard failures == 0 else { throw TransportErrorForBenchmark(description: "\(failures) boxes failed to open") }
+        guard failures == 0 else { throw FrameBenchmarkError(description: "\(failures) boxes failed to open") }
 
         // Our framing, driven as Obfs4Connection drives it: 64 KiB writes framed into one burst;
         // the wire read back in 64 KiB chunks that do not line up with frames.
@@ -89,7 +90,7 @@ package enum Obfs4FrameBenchmark {
                 let end = min(offset + payload, writeSize)
                 do {
                     try encoder.appendFrame(type: Obfs4Framing.packetTypePayload, payload: chunk[offset..<end], paddingLength: 0, to: &output)
-                } catch { throw TransportErrorForBenchmark(description: "\(error)") }
+                } catch { throw FrameBenchmarkError(description: "\(error)") }
                 offset = end
             }
             result.framingSealSeconds += threadCPUSeconds() - started
@@ -101,18 +102,16 @@ package enum Obfs4FrameBenchmark {
                 var pending: [UInt8] = []
                 do {
                     while try decoder.nextPacket({ _, payload in pending.append(contentsOf: payload) }) {}
-                } catch { throw TransportErrorForBenchmark(description: "\(error)") }
+                } catch { throw FrameBenchmarkError(description: "\(error)") }
                 received += pending.count
             }
             result.framingOpenSeconds += threadCPUSeconds() - started
         }
         guard received == result.bytes else {
-            throw TransportErrorForBenchmark(description: "decoded \(received) of \(result.bytes) bytes")
+            throw FrameBenchmarkError(description: "decoded \(received) of \(result.bytes) bytes")
         }
         return result
     }
 }
 
-package struct TransportErrorForBenchmark: Error, CustomStringConvertible {
-    package let description: String
-}
+struct FrameBenchmarkError: Error, CustomStringConvertible { let description: String }

@@ -1,7 +1,9 @@
+import Obfs4Transport
 import TransportBase
 
-/// Drives the frame decoder with fuzzer-chosen input (used by the `Obfs4FrameFuzzer` libFuzzer target;
-/// `package` access: the fuzz targets in this package see it, users of the library do not).
+/// Drives the frame decoder with fuzzer-chosen input (used by the `Obfs4FrameFuzzer` libFuzzer target).
+/// The framing types it drives are `package` API of Obfs4Transport: this package's fuzz targets see
+/// them, users of the library do not.
 ///
 /// Random bytes almost never carry a valid Poly1305 tag, so feeding them to the decoder alone would
 /// only exercise the length check. Instead the input is a little program: it builds a stream from

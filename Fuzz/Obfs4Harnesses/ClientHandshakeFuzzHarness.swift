@@ -1,10 +1,11 @@
+import Obfs4Transport
 import PosternCrypto
 import TransportBase
 
 /// Drives the client's handshake state machine (``ClientHandshakeReader``, what `Obfs4Transport`
 /// runs on the socket) and then the data phase's frame decoder, with fuzzer-chosen server replies
 /// split into fuzzer-chosen reads. Used by the `Obfs4ClientHandshakeFuzzer` and
-/// `Obfs4ClientSessionFuzzer` libFuzzer targets (`package` access). The `Obfs4HandshakeFuzzer`
+/// `Obfs4ClientSessionFuzzer` libFuzzer targets, over Obfs4Transport's `package` API. The `Obfs4HandshakeFuzzer`
 /// target checks the reply parser on whole buffers; these check the machine that feeds it, read by
 /// read, and then the data phase.
 ///

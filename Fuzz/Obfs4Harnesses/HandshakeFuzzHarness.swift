@@ -1,8 +1,10 @@
+import Obfs4Transport
 import PosternCrypto
 import TransportBase
 
 /// Drives the client handshake's response parser with fuzzer-chosen input (used by the
-/// `Obfs4HandshakeFuzzer` libFuzzer target; `package` access keeps it out of the public API).
+/// `Obfs4HandshakeFuzzer` libFuzzer target). The handshake types it drives are `package` API of
+/// Obfs4Transport, out of the library's public API.
 ///
 /// A random response almost never carries a valid mark and MAC, so most inputs are turned into a
 /// response by a server model that knows the bridge's keys: it signs fuzzer-chosen fields correctly,
