@@ -2,7 +2,7 @@
 # Builds every libFuzzer target (Package.swift's fuzzTargets) with -sanitize=fuzzer and runs each for
 # a set time, from a corpus seeded by scripts/fuzz-seeds.py and grown by earlier runs.
 #
-#   scripts/fuzz.sh [--seconds N] [--results FILE] [TARGET...]
+#   scripts/fuzz.sh [--seconds N] [--results FILE] [--build-only | --skip-build] [TARGET...]
 #
 # Prints one line per target: executions, executions per second, coverage (libFuzzer's cov = edges,
 # ft = features) and corpus size, then PASS or FAIL. A crash, a broken invariant (a trap), a hang
@@ -17,11 +17,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/swift-env.sh"  # swift on PATH, the tor c
 
 seconds=${FUZZ_SECONDS:-60}
 results=""
+build_only=0
+skip_build=0
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
     --results) results="$2"; shift 2 ;;
+    --build-only) build_only=1; shift ;;
+    --skip-build) skip_build=1; shift ;;
     -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1" >&2; exit 64 ;;
     *) targets+=("$1"); shift ;;
@@ -35,11 +39,16 @@ fi
 scratch=.build-fuzz
 build_start=$(date +%s)
 for target in "${targets[@]}"; do
+  if [ "$skip_build" = 1 ]; then
+    [ -x "$scratch/release/$target" ] || { echo "fuzz.sh: $target is not built (--skip-build)" >&2; exit 1; }
+    continue
+  fi
   echo "== building $target (release, -sanitize=fuzzer)" >&2
   swift build -c release --scratch-path "$scratch" -Xswiftc -sanitize=fuzzer --product "$target" 2>&1 | grep -v '^\[' >&2 || true
   [ -x "$scratch/release/$target" ] || { echo "fuzz.sh: $target did not build" >&2; exit 1; }
 done
 echo "== fuzz build took $(( $(date +%s) - build_start )) s" >&2
+[ "$build_only" = 0 ] || exit 0
 
 artifacts_root=${FUZZ_ARTIFACTS:-fuzz-artifacts}
 python3 scripts/fuzz-seeds.py "$artifacts_root/seeds"

@@ -24,16 +24,24 @@ case "${1:-}" in
 esac
 echo "== building" >&2
 swift build --build-tests
-# The embedding example is its own package (its own .build) and from scratch compiles Postern a
-# second time: 453 s measured on the 2-core machine under load (docs/EMBEDDING.md). It is built in
-# the background at the lowest CPU priority while the tests run, so it takes only the cycles they
-# leave idle (the test-bed tests mostly wait on the network), and its test (EmbeddingExampleTests)
-# runs last, after the build has finished. Outside the test bed: its network is loopback only.
+# Two builds the tests do not need at once run in the background at the lowest CPU priority, so
+# they take only the cycles the tests leave idle (the test-bed tests mostly wait on the network):
+# the embedding example, its own package that compiles Postern a second time (453 s measured in the
+# foreground on the 2-core machine, docs/EMBEDDING.md; its test, EmbeddingExampleTests, runs last),
+# then the fuzz targets (release, -sanitize=fuzzer; the fuzz stage finds them built). One after
+# the other: two Swift builds at once would double the memory for no gain on two cores.
 embed_log="$PWD/.build/embed-example-build.log"
+embed_status="$PWD/.build/embed-example-build.status"
+fuzz_build_log="$PWD/.build/fuzz-build.log"
+rm -f "$embed_status" "$fuzz_build_log"
 if [ "$fast" = 0 ]; then
-  echo "== building Examples/EmbedNostr in the background (nice 19)" >&2
-  nice -n 19 swift build --package-path Examples/EmbedNostr >"$embed_log" 2>&1 &
-  embed_build=$!
+  echo "== building Examples/EmbedNostr, then the fuzz targets, in the background (nice 19)" >&2
+  (
+    nice -n 19 swift build --package-path Examples/EmbedNostr >"$embed_log" 2>&1
+    echo $? >"$embed_status"
+    nice -n 19 scripts/fuzz.sh --build-only >"$fuzz_build_log" 2>&1 || true
+  ) &
+  background_builds=$!
 fi
 tb_dir="$PWD/.testbed/test"
 scripts/testbed down --dir "$tb_dir" >/dev/null 2>&1 || true
@@ -50,7 +58,7 @@ rm -rf "$run_dir"
 mkdir -p "$run_dir/logs" "$run_dir/tmp" "$run_dir/kept"
 python3 scripts/keep-files.py "$run_dir/tmp" "$run_dir/kept" >/dev/null &
 keeper=$!
-trap 'kill "$keeper" 2>/dev/null || true; [ -z "${embed_build:-}" ] || kill "$embed_build" 2>/dev/null || true; scripts/testbed down --dir "$tb_dir" || true' EXIT
+trap 'kill "$keeper" 2>/dev/null || true; [ -z "${background_builds:-}" ] || pkill -P "$background_builds" 2>/dev/null || true; scripts/testbed down --dir "$tb_dir" || true' EXIT
 log_number=0
 
 passed=0 failed=0
@@ -111,7 +119,8 @@ echo "== ${#bed_tests[@]} test-bed tests, one process each" >&2
 for test in "${bed_tests[@]}"; do
   if [ "$test" = "$embed_test" ]; then
     echo "== waiting for the background build of Examples/EmbedNostr" >&2
-    if ! wait "$embed_build"; then
+    while [ ! -s "$embed_status" ] && kill -0 "$background_builds" 2>/dev/null; do sleep 2; done
+    if [ "$(cat "$embed_status" 2>/dev/null)" != 0 ]; then
       tail -n 40 "$embed_log" >&2
       failed=$((failed + 1))
       failures+=("building Examples/EmbedNostr (see $embed_log)")
@@ -121,11 +130,15 @@ for test in "${bed_tests[@]}"; do
   pattern=$(printf '%s' "$test" | sed 's/[][().*+?^$|\\{}]/\\&/g')
   run_group "$test" --filter "${pattern#IntegrationTests\\.}"
 done
-embed_build=""
+echo "== waiting for the background build of the fuzz targets" >&2
+wait "$background_builds" || true
+background_builds=""
 
 echo "== fuzz stage: every libFuzzer target for ${FUZZ_CI_SECONDS:-25} s" >&2
 fuzz_results="$run_dir/fuzz-results"
-scripts/fuzz.sh --seconds "${FUZZ_CI_SECONDS:-25}" --results "$fuzz_results" 2>&1 | tee "$run_dir/logs/fuzz.log" || true
+fuzz_build=()
+grep -q '^== fuzz build took' "$fuzz_build_log" 2>/dev/null && fuzz_build=(--skip-build)  # built in the background
+scripts/fuzz.sh --seconds "${FUZZ_CI_SECONDS:-25}" "${fuzz_build[@]}" --results "$fuzz_results" 2>&1 | tee "$run_dir/logs/fuzz.log" || true
 fuzz_passed=$(grep -c '^PASS ' "$fuzz_results" 2>/dev/null || true)
 fuzz_failed=$(grep -c '^FAIL ' "$fuzz_results" 2>/dev/null || true)
 passed=$((passed + ${fuzz_passed:-0}))
