@@ -13,7 +13,7 @@ import TransportBase
 public final class BrowserTLSStream: TransportConnection, @unchecked Sendable {
     private let connection: any TransportConnection
     private let socket: Mutex<NSSClientSocket>
-    private let sendOrder = OrderedSends()
+    private let sendOrder = SerialSection()
 
     /// Handshake bytes accepted from the server before the handshake fails: a server cannot make
     /// the client hold more than this (real handshakes are a few kB to ~30 kB).

@@ -1,15 +1,19 @@
 import Synchronization
 
 /// Runs bodies one after another, in the order they asked (FIFO), across suspension points: the
-/// TLS stream's sends, so that records leave in the order OpenSSL made them.
-final class SerialSection: Sendable {
+/// TLS streams' sends (OpenSSL's here, NSS's in TransportTLS), so that records leave in the order
+/// the library made them, even when a reader (a TLS 1.3 key update answer) and a writer both
+/// produce some.
+package final class SerialSection: Sendable {
     private struct State {
         var busy = false
         var waiting: [CheckedContinuation<Void, Never>] = []
     }
     private let state = Mutex(State())
 
-    func run<T>(_ body: () async throws -> T) async throws -> T {
+    package init() {}
+
+    package func run<T>(_ body: () async throws -> T) async throws -> T {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let enterNow = state.withLock { state -> Bool in
                 if state.busy { state.waiting.append(continuation); return false }
