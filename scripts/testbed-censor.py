@@ -31,7 +31,6 @@ Only the standard library is used.
 """
 
 import argparse
-import fcntl
 import json
 import os
 import random
@@ -42,6 +41,8 @@ import struct
 import subprocess
 import sys
 import time
+
+from testbed_tun import close_inherited_descriptors, ip_packet, open_tun
 
 # ---------------------------------------------------------------------------------------------
 # The rules (Wu et al. 2023, section 4.1; "printable" is 0x20-0x7e in all of them).
@@ -85,27 +86,7 @@ def exemption(payload):
 
 # ---------------------------------------------------------------------------------------------
 # Packets (raw IPv4 as read from / written to a TUN device without packet information).
-TUNSETIFF = 0x400454CA
-IFF_TUN = 0x0001
-IFF_NO_PI = 0x1000
-ETH_HEADER = 14
 WIRE_MSS = 1460  # the censor clamps these flows' SYNs to it: a wire's segment, not loopback's 64 KB
-
-
-def open_tun(name):
-    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
-    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TUN | IFF_NO_PI))
-    return fd
-
-
-def ip_packet(frame):
-    """The IPv4 packet in a frame from lo's egress: an Ethernet header (type 0x0800) may precede
-    it, as in scripts/testbed-link.py. None for anything else."""
-    if len(frame) >= ETH_HEADER + 20 and frame[12:14] == b"\x08\x00" and frame[ETH_HEADER] >> 4 == 4:
-        return frame[ETH_HEADER:]
-    if len(frame) >= 20 and frame[0] >> 4 == 4:
-        return frame
-    return None
 
 
 def checksum(data):
@@ -168,17 +149,6 @@ def endpoint(address_bytes, port):
 
 # ---------------------------------------------------------------------------------------------
 # The censor process.
-def close_inherited_descriptors():
-    """As scripts/testbed-link.py: a process that outlives `testbed censor` must not hold its
-    starter's descriptors (a Swift test waits for those to close)."""
-    for name in os.listdir("/proc/self/fd"):
-        if int(name) > 2:
-            try:
-                os.close(int(name))
-            except OSError:
-                pass
-
-
 def block(table, segment, seconds):
     """Adds the server's ip:port to the censor's block set, timing out after `seconds`."""
     element = f"{{ {socket.inet_ntoa(segment.dst)} . {segment.dport} timeout {seconds}s }}"

@@ -25,7 +25,6 @@ the queue. Both directions are shaped alike; RTT = 2 * delay. Only the standard 
 import argparse
 import collections
 import errno
-import fcntl
 import heapq
 import json
 import os
@@ -36,6 +35,8 @@ import socket
 import struct
 import sys
 import time
+
+from testbed_tun import close_inherited_descriptors, ip_packet, open_tun
 
 PATHS = ["tor", "vanilla", "obfs4", "webtunnel", "broker", "webrtc"]
 
@@ -65,18 +66,6 @@ def path_spec(profile, path):
 
 # ---------------------------------------------------------------------------------------------
 # Forwarder
-
-TUNSETIFF = 0x400454CA
-IFF_TUN = 0x0001
-IFF_NO_PI = 0x1000
-ETH_HEADER = 14
-
-
-def open_tun(name):
-    fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
-    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", name.encode(), IFF_TUN | IFF_NO_PI))
-    return fd
-
 
 class Link:
     def __init__(self, fd, name):
@@ -120,33 +109,9 @@ class Link:
         return delivery
 
 
-def ip_packet(frame):
-    """The IPv4 packet in what the TUN device gave us: lo's egress hands over its (all-zero)
-    Ethernet header too. Anything that is not IPv4 is ignored."""
-    if len(frame) > ETH_HEADER and frame[12:14] == b"\x08\x00":
-        return frame[ETH_HEADER:]
-    if frame and frame[0] >> 4 == 4:
-        return frame
-    return None
-
-
 def load_config(path):
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
-
-
-def close_inherited_descriptors():
-    """A long-lived process started from a test must not keep its starter's descriptors: Swift's
-    Foundation learns that a child has exited when the socket it gave the child is closed, so a
-    forwarder that kept it open (it outlives `testbed profile`) hung the test waiting for that
-    command forever."""
-    for name in os.listdir("/proc/self/fd"):
-        descriptor = int(name)
-        if descriptor > 2:
-            try:
-                os.close(descriptor)
-            except OSError:
-                pass  # the directory listing's own descriptor, already gone
 
 
 def unblock_signals():
