@@ -18,8 +18,6 @@ let package = Package(
         .library(name: "PosternRuntime", targets: ["PosternRuntime"]),
         .library(name: "PosternAppLayer", targets: ["PosternAppLayer"]),
         .library(name: "PosternTrials", targets: ["PosternTrials"]),
-        // The browser-shaped TLS client on its own until the transports use it (issue #21).
-        .library(name: "TransportTLS", targets: ["TransportTLS"]),
         .executable(name: "postern", targets: ["postern"]),
     ],
     targets: [
@@ -65,24 +63,28 @@ let package = Package(
         // Bridge lines as a QR code (the JSON array bridges.torproject.org shares), for an app or the CLI.
         .target(name: "BridgeQR", dependencies: ["PosternSystem", "PosternLinkSpec", "CQREncode"], path: "Sources/BridgeQR"),
         // What the transports share on the wire: the byte-stream protocol, deadlines, the HTTP/1.1
-        // response-head reader, WebSocket framing and handshake, the HTTP/2 client (CNghttp2), the TLS
-        // client stream (COpenSSL).
-        .target(name: "TransportWire", dependencies: ["PosternSystem", "PosternCrypto", "COpenSSL", "CNghttp2"], path: "Sources/Transports/TransportWire"),
+        // response-head reader, WebSocket framing and handshake, the HTTP/2 client (CNghttp2). (TLS is
+        // TransportTLS's.)
+        .target(name: "TransportWire", dependencies: ["PosternSystem", "PosternCrypto", "CNghttp2"], path: "Sources/Transports/TransportWire"),
         .target(name: "TransportBase", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportWire", "CEpoll", "CSpawn"], path: "Sources/Transports/TransportBase"),
         .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "CSodium"],
                 path: "Sources/Transports/Obfs4Transport"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
-        .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
+        // HTTPS to the broker, its fronts and the AMP cache through TransportTLS; DTLS on OpenSSL (COpenSSL).
+        .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "TransportTLS",
+                                                           "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
                 path: "Sources/Transports/SnowflakeTransport"),
-        // The webtunnel client: TLS and an HTTP/1.1 upgrade (TransportWire), then tor's bytes unframed.
-        .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportBase", "TransportWire"], path: "Sources/Transports/WebtunnelTransport"),
+        // The webtunnel client: TLS (TransportTLS) and an HTTP/1.1 upgrade (TransportWire), then tor's bytes unframed.
+        .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportBase", "TransportWire", "TransportTLS"],
+                path: "Sources/Transports/WebtunnelTransport"),
         // libnice, GLib/GObject and usrsctp opened with dlopen on the first snowflake connection
         // (CNice and CUsrsctp declare them but link nothing), so other routes never map them.
         .target(name: "CSnowflakeLibraries", dependencies: ["CNice"], path: "Sources/CSnowflakeLibraries"),
         // libnice (Debian libnice-dev) for snowflake's ICE. Its include paths come from postern-nice.pc
         // rather than libnice's nice.pc, whose -pthread makes SwiftPM warn on every build.
         .systemLibrary(name: "CNice", path: "Sources/CNice", pkgConfig: "postern-nice"),
-        // OpenSSL 3 (Debian libssl-dev) for snowflake's DTLS and TransportWire's TLS client stream.
+        // OpenSSL 3 (Debian libssl-dev) for snowflake's DTLS and TransportTLS's certificate checks
+        // and hello parsing (no TLS client: every TLS connection is TransportTLS's, on NSS).
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.
         .systemLibrary(name: "CUsrsctp", path: "Sources/CUsrsctp"),
@@ -125,14 +127,18 @@ let package = Package(
         .executableTarget(name: "postern-bench", dependencies: ["TransportBase", "TransportWire", "Obfs4Transport", "SnowflakeTransport", "TransportTestSupport",
                                                                "PosternCrypto", "CSodium"],
                           path: "Benchmarks/postern-bench"),
-        // Real peers on loopback (obfs4proxy as a managed server, echo/sink servers) for tests and benchmarks.
+        // Real peers on loopback (obfs4proxy as a managed server, microsocks, a listener that keeps a
+        // client's TLS hello) for tests and benchmarks.
         .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Tests/Support/TransportTestSupport"),
         .testTarget(name: "TransportTests", dependencies: ["PosternCrypto", "TransportBase", "TransportWire", "Obfs4Transport", "BridgeConfig", "TransportTestSupport", "PosternTestSupport"],
                     path: "Tests/TransportTests"),
         // TransportTLS against openssl s_server on loopback: handshake, the hello's JA4, certificates, hostile servers.
         .testTarget(name: "TransportTLSTests", dependencies: ["TransportTLS", "TransportBase", "TransportWire", "PosternTestSupport"], path: "Tests/TransportTLSTests"),
-        .testTarget(name: "WebtunnelTests", dependencies: ["BridgeConfig", "WebtunnelTransport", "TransportBase", "TransportWire", "TransportTestSupport"], path: "Tests/WebtunnelTests"),
-        .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TransportBase", "TransportWire", "PosternTestSupport"], path: "Tests/SnowflakeTests",
+        .testTarget(name: "WebtunnelTests", dependencies: ["BridgeConfig", "WebtunnelTransport", "TransportBase", "TransportWire", "TransportTLS", "TransportTestSupport",
+                                                       "PosternTestSupport"], path: "Tests/WebtunnelTests"),
+        .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TransportBase", "TransportWire", "TransportTLS", "TransportTestSupport",
+                                                       "PosternTestSupport"],
+                    path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
         .testTarget(name: "CoreTests", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "TransportWire", "PosternTestSupport"], path: "Tests/CoreTests",
                     exclude: ["Vectors"]),

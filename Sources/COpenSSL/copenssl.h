@@ -1,4 +1,5 @@
-// OpenSSL 3 (Debian libssl-dev) for the snowflake transport's DTLS and HTTPS, and webtunnel's TLS. Macros and variadic calls
+// OpenSSL 3 (Debian libssl-dev) for the snowflake transport's DTLS and TransportTLS's certificate checks (no TLS client:
+// every TLS connection is TransportTLS's, on NSS). Macros and variadic calls
 // cannot be used from Swift; the static inline helpers below wrap them.
 #ifndef POSTERN_COPENSSL_H
 #define POSTERN_COPENSSL_H
@@ -103,52 +104,5 @@ static inline int postern_dtls_peer_sha256(SSL *ssl, unsigned char *digest) {
     int ok = postern_certificate_sha256(peer, digest);
     X509_free(peer);
     return ok;
-}
-
-/// A TLS (1.2+) client context: system roots, plus `ca_file` when given; peers must verify; no
-/// renegotiation (the TLS stream reads and writes independently, and with renegotiation a write
-/// could need a read first). ALPN offers only http/1.1 when `offer_http11` is set (the broker
-/// client speaks HTTP/1.1), none otherwise (webtunnel's reference client, Go crypto/tls with only
-/// a server name set, offers none).
-static inline SSL_CTX *postern_tls_client_context(const char *ca_file, int offer_http11) {
-    SSL_CTX *context = SSL_CTX_new(TLS_client_method());
-    if (context == NULL) return NULL;
-    static const unsigned char alpn[] = { 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
-    if (SSL_CTX_set_min_proto_version(context, TLS1_2_VERSION) != 1
-        || SSL_CTX_set_default_verify_paths(context) != 1
-        || (ca_file != NULL && SSL_CTX_load_verify_locations(context, ca_file, NULL) != 1)
-        || (offer_http11 && SSL_CTX_set_alpn_protos(context, alpn, sizeof alpn) != 0)) {
-        SSL_CTX_free(context);
-        return NULL;
-    }
-    SSL_CTX_set_options(context, SSL_OP_NO_RENEGOTIATION);
-    SSL_CTX_set_verify(context, SSL_VERIFY_PEER, NULL);
-    return context;
-}
-
-/// A client connection on memory BIOs that checks the certificate against `host`: SNI and a
-/// host-name check for names, an IP check (and no SNI, as RFC 6066 wants) for IP literals.
-/// `send_sni` 0 leaves SNI out for names too (snowflake's utls-nosni); the name is still checked.
-static inline SSL *postern_tls_client(SSL_CTX *context, const char *host, int host_is_ip, int send_sni,
-                                      BIO **incoming, BIO **outgoing) {
-    SSL *ssl = SSL_new(context);
-    BIO *in = BIO_new(BIO_s_mem());
-    BIO *out = BIO_new(BIO_s_mem());
-    if (ssl == NULL || in == NULL || out == NULL) goto fail;
-    if (host_is_ip) {
-        if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1) goto fail;
-    } else {
-        if ((send_sni && SSL_set_tlsext_host_name(ssl, host) != 1) || SSL_set1_host(ssl, host) != 1) goto fail;
-    }
-    BIO_set_mem_eof_return(in, -1);
-    BIO_set_mem_eof_return(out, -1);
-    SSL_set_bio(ssl, in, out);
-    SSL_set_connect_state(ssl);
-    *incoming = in;
-    *outgoing = out;
-    return ssl;
-fail:  // the BIOs are not attached yet on every path here
-    SSL_free(ssl); BIO_free(in); BIO_free(out);
-    return NULL;
 }
 #endif

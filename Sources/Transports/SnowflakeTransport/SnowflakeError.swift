@@ -1,4 +1,6 @@
 import PosternSystem
+import TransportBase
+import TransportTLS
 import TransportWire
 
 /// The one public error type of the snowflake transport: the shape of every public Postern error
@@ -46,11 +48,17 @@ extension SnowflakeError.Kind {
 
 extension SnowflakeError {
     /// A failure of a stream below (TCP, TLS, a WebSocket, a data channel) as a snowflake error:
-    /// snowflake's own errors as they are, the shared wire code's with the same message under the
-    /// matching snowflake code (a TLS failure is a connection failure, as it always was here).
+    /// snowflake's own errors as they are, the shared wire code's and TransportTLS's with the same
+    /// message under the matching snowflake code (a TLS failure is a connection failure, as it
+    /// always was here, and a TLS handshake past its deadline a timeout).
     public init(streamFailure error: any Error) {
         if let error = error as? SnowflakeError {
             self = error
+        } else if let error = error as? TransportError {
+            switch error.code {
+            case .tlsHandshakeTimedOut: self.init(code: .timeout, kind: .network, message: error.message)
+            default: self.init(code: .connection, kind: .network, message: error.message)
+            }
         } else if let error = error as? WireError {
             switch error.code {
             case .timeout: self.init(code: .timeout, kind: .network, message: error.message)

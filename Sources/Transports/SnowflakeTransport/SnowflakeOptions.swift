@@ -25,7 +25,8 @@ public struct SnowflakeOptions: Hashable, Sendable {
     public let maxProxies: Int
     /// 40 hex characters, upper case: the bridge the broker must pick.
     public let fingerprint: String
-    /// `utls-imitate=`, lower-cased; recorded, not applied (no uTLS here yet).
+    /// `utls-imitate=`, lower-cased; recorded, not applied: the broker connection sends Firefox
+    /// ESR's hello (BrowserTLSConnector) whatever it names.
     public let utlsImitate: String?
     public let utlsNoSNI: Bool
 

@@ -22,7 +22,8 @@ public struct SnowflakeTransport: PluggableTransport {
     public var redialLimit: Duration
     /// How long one rendezvous keeps asking while the broker has no free proxy.
     public var proxyPatience: Duration
-    /// CA bundle for an https broker; nil uses OpenSSL's default trust store.
+    /// CA bundle for an https broker, trusted besides the system store (OpenSSL's default paths,
+    /// which honour SSL_CERT_FILE and SSL_CERT_DIR); nil: the system store alone.
     public var caFile: String?
     /// False (the default, as the reference client): `dial` returns at once and the rendezvous
     /// runs behind the stream. True: `dial` returns when the first data channel is open and
@@ -79,11 +80,11 @@ public struct SnowflakeTransport: PluggableTransport {
         if let imitate = configuration.utlsImitate {
             // Said on every dial: the user asked for a disguise we do not wear.
             events.emit(TransportEvent(kind: .dialStarted, severity: .warning, transport: name,
-                                       message: "utls-imitate=\(imitate) is not applied: the broker connection uses OpenSSL's own TLS ClientHello (see docs/SNOWFLAKE.md, uTLS)"))
+                                       message: "utls-imitate=\(imitate) is not applied: the broker connection sends Firefox ESR's TLS ClientHello whatever utls-imitate= says (see docs/SNOWFLAKE.md, uTLS)"))
         }
         let local = Self.usesLoopbackBroker(configuration)
         // As upstream, utls-nosni takes effect only together with utls-imitate.
-        let connector = OpenSSLTLSConnector(caFile: caFile,
+        let connector = BrowserTLSConnector(caFile: caFile,
                                             sendsServerName: !(configuration.utlsImitate != nil && configuration.utlsNoSNI))
         let dialer = SnowflakeDialer(options: configuration, connector: connector,
                                      localAddresses: local ? ["127.0.0.1"] : [], keepLocalAddresses: local,

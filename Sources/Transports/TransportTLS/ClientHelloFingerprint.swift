@@ -23,6 +23,8 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
     /// (group, key length) of each key share.
     public let keyShares: [KeyShare]
     public let hasServerName: Bool
+    /// The host_name in server_name (SNI): the name a censor reads, the front when fronting.
+    public let serverName: String?
 
     public struct KeyShare: Sendable, Hashable {
         public let group: UInt16
@@ -57,7 +59,7 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
         cipherSuites = try hello.u16List(byteCount: Int(try hello.u16()))
         _ = try hello.bytes(Int(try hello.u8()))
         var types: [UInt16] = [], versions: [UInt16] = [], groups: [UInt16] = [], signatures: [UInt16] = []
-        var formats: [UInt8] = [], protocols: [String] = [], shares: [KeyShare] = []
+        var formats: [UInt8] = [], protocols: [String] = [], shares: [KeyShare] = [], name: String?
         if !hello.isAtEnd {
             var list = ByteReader(try hello.bytes(Int(try hello.u16())))
             while !list.isAtEnd {
@@ -65,6 +67,13 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
                 var body = ByteReader(try list.bytes(Int(try list.u16())))
                 types.append(type)
                 switch type {
+                case 0:
+                    var names = ByteReader(try body.bytes(Int(try body.u16())))
+                    while !names.isAtEnd {
+                        let nameType = try names.u8()
+                        let value = try names.bytes(Int(try names.u16()))
+                        if nameType == 0, name == nil { name = String(decoding: value, as: UTF8.self) }
+                    }
                 case 43: versions = try body.u16List(byteCount: Int(try body.u8()))
                 case 10: groups = try body.u16List(byteCount: Int(try body.u16()))
                 case 13: signatures = try body.u16List(byteCount: Int(try body.u16()))
@@ -90,6 +99,7 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
         applicationProtocols = protocols
         keyShares = shares
         hasServerName = types.contains(0)
+        serverName = name
     }
 
     private static func hex4(_ value: UInt16) -> String {

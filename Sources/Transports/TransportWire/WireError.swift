@@ -1,6 +1,6 @@
 import PosternSystem
 
-/// The errors of the shared wire code (HTTP/1.1 heads, HTTP/2, WebSocket, TLS, deadlines): the shape of
+/// The errors of the shared wire code (HTTP/1.1 heads, HTTP/2, WebSocket, deadlines): the shape of
 /// every public Postern error (``CodedError``). Each transport turns them into its own error type
 /// with its own codes; the messages are fragments written to be placed after the transport's own
 /// words ("the server's answer is not HTTP: " + message), and never hold a peer's address or secret.
@@ -17,10 +17,6 @@ extension WireError.Code {
     public static let httpTooLarge = Self("http-too-large")
     /// The server's answer to a WebSocket opening handshake is not a valid acceptance.
     public static let webSocketHandshake = Self("websocket-handshake")
-    /// The TLS context or connection could not be set up (trust store, CA file, a bad name).
-    public static let tlsSetup = Self("tls-setup")
-    /// The TLS handshake failed (certificate not verified, no common version) or a record was refused.
-    public static let tlsFailed = Self("tls-failed")
     /// The peer closed the connection before the exchange was complete.
     public static let closed = Self("closed")
     /// An HTTP/2 connection or stream failed: the server broke the protocol, reset the stream or

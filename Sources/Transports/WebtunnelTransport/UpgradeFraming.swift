@@ -5,7 +5,8 @@
 //    unspecified, multicast, link-local and private addresses dropped), through TOR_PT_PROXY when
 //    set. The bridge line's own address is a synthetic placeholder and is never dialled.
 // 2. For https: TLS, SNI = servername= or the url host, certificate verified against the trust
-//    store and that name. No ALPN (Go crypto/tls with only ServerName set offers none).
+//    store and that name. The reference client offers no ALPN (Go crypto/tls with only ServerName
+//    set); ours sends Firefox ESR's hello with ALPN http/1.1 (WebtunnelTransport.applicationProtocols).
 // 3. The client writes exactly this request (Go's Request.Write output, header order included):
 //
 //        GET /<path> HTTP/1.1\r\n

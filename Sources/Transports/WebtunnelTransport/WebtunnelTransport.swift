@@ -1,12 +1,14 @@
 import PosternLinkSpec
 import Synchronization
 import TransportBase
+import TransportTLS
 import TransportWire
 
 /// The webtunnel client (reference: lyrebird v0.5.0 transports/webtunnel; wire format in
-/// UpgradeFraming.swift): TCP to the url host, TLS, an HTTP/1.1 upgrade on the bridge's secret
-/// path, then tor's bytes unframed. Interoperates with webtunnel servers behind any web server
-/// that forwards the upgrade (nginx in the test bed).
+/// UpgradeFraming.swift): TCP to the url host, TLS (TransportTLS's BrowserTLSStream, Firefox ESR's
+/// hello), an HTTP/1.1 upgrade on the bridge's secret path, then tor's bytes unframed.
+/// Interoperates with webtunnel servers behind any web server that forwards the upgrade (nginx in
+/// the test bed).
 public struct WebtunnelTransport: PluggableTransport {
     public typealias Configuration = WebtunnelOptions
 
@@ -20,7 +22,8 @@ public struct WebtunnelTransport: PluggableTransport {
     /// Bounds TLS, the upgrade request and the 101 answer, together.
     public var handshakeTimeout: Duration
     /// An extra CA bundle trusted besides the system store; nil in production. (The test bed
-    /// points OpenSSL's own SSL_CERT_FILE at its CA instead; see docs/transports.md.)
+    /// points OpenSSL's SSL_CERT_FILE, which the certificate check honours, at its CA instead;
+    /// see docs/transports.md.)
     public var caFile: String?
     /// How the url host becomes addresses; tests replace it to reach a loopback peer, which the
     /// reference client's filter (and therefore ours) refuses.
@@ -56,7 +59,7 @@ public struct WebtunnelTransport: PluggableTransport {
         if let fingerprint = configuration.utlsFingerprint {
             // Said on every dial: the user asked for a disguise we do not wear.
             events.emit(TransportEvent(kind: .dialStarted, severity: .warning, transport: name,
-                                       message: "utls=\(fingerprint) is not applied: the TLS ClientHello is OpenSSL's own (see docs/transports.md, webtunnel)"))
+                                       message: "utls=\(fingerprint) is not applied: the TLS ClientHello is Firefox ESR's whatever utls= says (see docs/transports.md, webtunnel)"))
         }
         let started = ContinuousClock.now
         do {
@@ -117,8 +120,7 @@ public struct WebtunnelTransport: PluggableTransport {
             }) {
                 let stream: any TransportConnection
                 if options.scheme == .https {
-                    stream = try await TLSClientStream.handshake(over: socket, options: TLSClientOptions(
-                        serverName: options.serverName, serverNameIsIP: options.serverNameIsIPLiteral, caFile: caFile))
+                    stream = try await BrowserTLSStream.handshake(over: socket, configuration: tlsConfiguration(options))
                     stageReached(.tls)
                 } else {
                     stream = socket
@@ -129,13 +131,44 @@ public struct WebtunnelTransport: PluggableTransport {
                 stageReached(.switched)
                 return WebtunnelConnection(stream: stream, early: early)
             }
-        } catch let error as WireError {
-            // The TLS stream's failures, under webtunnel's code as before.
+        } catch let error as TransportError {
             socket.close()
-            throw TransportError(code: .webtunnelTLSFailed, kind: .protocolViolation, message: error.message)
+            throw Self.webtunnelError(error)
         } catch {
             socket.close()
             throw error
+        }
+    }
+
+    /// ALPN: http/1.1 alone. webtunnel is an HTTP/1.1 Upgrade, which cannot ride HTTP/2 (RFC 8441's
+    /// extended CONNECT is another request, which webtunnel servers do not take), so a server that
+    /// picked h2 would break the dial. Firefox ESR 153 itself offers h2,http/1.1 even on the
+    /// connection it opens for a wss:// WebSocket (measured, docs/FINGERPRINTS.md), so this hello
+    /// differs from Firefox's in ALPN (JA4 `h1` where Firefox has `h2`); lyrebird's Go crypto/tls
+    /// offers no ALPN at all, which no browser does.
+    public static let applicationProtocols = ["http/1.1"]
+
+    /// The url host's TLS: SNI and certificate name = `servername=` or the url host (an IP literal
+    /// is checked as an address and never sent as SNI), Firefox ESR's hello with http/1.1 alone,
+    /// the system trust plus `caFile`. Its own deadline equals the dial's, whose timer (started
+    /// first) aborts the socket with webtunnel's timeout.
+    func tlsConfiguration(_ options: WebtunnelOptions) -> BrowserTLSConfiguration {
+        BrowserTLSConfiguration(serverName: options.serverName, applicationProtocols: Self.applicationProtocols,
+                                profile: .firefoxESR, caFile: caFile, handshakeTimeout: handshakeTimeout)
+    }
+
+    /// TransportTLS's failures under webtunnel's codes, as the TLS stream's were before: a timeout
+    /// is the dial's handshake timeout, every other TLS failure `webtunnel-tls-failed` with the TLS
+    /// reason kept in the message (a rejected certificate says "certificate verify failed: ...").
+    static func webtunnelError(_ error: TransportError) -> TransportError {
+        switch error.code {
+        case .tlsHandshakeTimedOut:
+            return TransportError(code: .webtunnelHandshakeTimeout, kind: .timeout, message: error.message)
+        case .tlsSetupFailed, .tlsHandshakeFailed, .tlsCertificateRejected, .tlsHandshakeTooLarge, .tlsRecordRejected:
+            return TransportError(code: .webtunnelTLSFailed, kind: error.code == .tlsSetupFailed ? .internal : .protocolViolation,
+                                  message: error.message)
+        default:
+            return error
         }
     }
 

@@ -1,19 +1,19 @@
 import Foundation
-import PosternTestSupport
 
 /// A CA and a server certificate it signed (names `postern.test` and 127.0.0.1, P-256), made by
-/// the openssl command at test time in a private temporary directory.
-struct TestCertificates {
-    let directory: URL
-    var caFile: String { directory.appendingPathComponent("ca.pem").path }
-    var certificateFile: String { directory.appendingPathComponent("leaf.pem").path }
-    var keyFile: String { directory.appendingPathComponent("leaf.key").path }
-    static let serverName = "postern.test"
+/// the openssl command at test time in a private temporary directory. For the TLS client's tests
+/// (TransportTLSTests) and the transports' TLS dials (WebtunnelTests).
+public struct TestCertificates: Sendable {
+    public let directory: URL
+    public var caFile: String { directory.appendingPathComponent("ca.pem").path }
+    public var certificateFile: String { directory.appendingPathComponent("leaf.pem").path }
+    public var keyFile: String { directory.appendingPathComponent("leaf.key").path }
+    public static let serverName = "postern.test"
     // A fresh CA name and serial every time: NSS keeps the certificates it has seen in one
     // process-wide store and refuses a second, different certificate with the same issuer and
     // serial (SEC_ERROR_REUSED_ISSUER_AND_SERIAL), as Firefox does.
 
-    static func make() async throws -> TestCertificates {
+    public static func make() async throws -> TestCertificates {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false,
                                                 attributes: [.posixPermissions: 0o700])
@@ -28,7 +28,7 @@ struct TestCertificates {
         return TestCertificates(directory: directory)
     }
 
-    func remove() { try? FileManager.default.removeItem(at: directory) }
+    public func remove() { try? FileManager.default.removeItem(at: directory) }
 
     private static func openssl(_ arguments: [String]) async throws {
         let result = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/openssl"), arguments)
@@ -36,7 +36,8 @@ struct TestCertificates {
     }
 }
 
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+/// A test's own failure with a message (a peer process that did not start, a tool that failed).
+public struct TestFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }

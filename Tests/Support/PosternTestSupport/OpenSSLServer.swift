@@ -2,12 +2,12 @@ import Foundation
 
 /// `openssl s_server` on 127.0.0.1 with a port the kernel chose: a real TLS peer. Stopped with
 /// SIGKILL (the test process blocks SIGTERM and its children inherit the mask).
-final class OpenSSLServer: @unchecked Sendable {
+public final class OpenSSLServer: @unchecked Sendable {
     private let process = Process()
     private let lock = NSLock()
     private var output = ""
 
-    init(certificates: TestCertificates, arguments: [String]) throws {
+    public init(certificates: TestCertificates, arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.arguments = ["s_server", "-accept", "127.0.0.1:0", "-cert", certificates.certificateFile, "-key", certificates.keyFile,
                              "-ign_eof"] + arguments
@@ -25,14 +25,14 @@ final class OpenSSLServer: @unchecked Sendable {
         try process.run()
     }
 
-    var printed: String {
+    public var printed: String {
         lock.lock()
         defer { lock.unlock() }
         return output
     }
 
     /// The port from s_server's "ACCEPT 127.0.0.1:PORT" line.
-    func port() async throws -> UInt16 {
+    public func port() async throws -> UInt16 {
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             if let line = printed.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT ") }),
@@ -44,7 +44,7 @@ final class OpenSSLServer: @unchecked Sendable {
         throw TestFailure("s_server printed no ACCEPT line: \(printed)")
     }
 
-    func stop() {
+    public func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
