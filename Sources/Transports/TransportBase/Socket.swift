@@ -42,6 +42,10 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
     private let loop: IOEventLoop
     /// Set once; every later operation throws it.
     private let terminalError = Mutex<TransportError?>(nil)
+    /// Bytes and times of this connection (connection assist's evidence).
+    public let counters = FlowCounters()
+    /// The ledger entry this connection reports its end to, for connections a dialer opened.
+    private let flowEntry = Mutex<FlowEntry?>(nil)
 
     /// Takes ownership of a non-blocking descriptor.
     init(adopting descriptor: Int32, loop: IOEventLoop = .shared) throws(TransportError) {
@@ -60,23 +64,41 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
 
     /// Connects to `endpoint`; `timeout` bounds the TCP handshake.
     public static func connect(to endpoint: TransportEndpoint, timeout: Duration = .seconds(30)) async throws -> TCPSocket {
+        try await connect(to: endpoint, timeout: timeout, reportingTo: nil)
+    }
+
+    /// Connects to `endpoint`, reporting the connection's end (a failed connect included) to `flow`:
+    /// `flow` receives this socket's counters.
+    static func connect(to endpoint: TransportEndpoint, timeout: Duration,
+                        reportingTo flow: ((FlowCounters) -> FlowEntry)?) async throws -> TCPSocket {
         let family = endpoint.isIPv6 ? AF_INET6 : AF_INET
         let descriptor = Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw SocketErrors.fromErrno(errno, operation: "socket") }
         let socket = try TCPSocket(adopting: descriptor)
+        if let flow { socket.flowEntry.withLock { $0 = flow(socket.counters) } }
         var one: Int32 = 1
         _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         let result = endpoint.withSockAddr { address, length in Glibc.connect(descriptor, address, length) }
-        if result != 0 {
-            let code = errno
-            guard code == EINPROGRESS else { throw SocketErrors.fromErrno(code, operation: "connect") }
-            try await withDeadline(timeout, expired: {
-                socket.abort(with: TransportError(code: .timedOut, kind: .timeout, message: "connect timed out"))
-            }) {
-                try await socket.waitUntilConnected()
+        do {
+            if result != 0 {
+                let code = errno
+                guard code == EINPROGRESS else { throw SocketErrors.fromErrno(code, operation: "connect") }
+                try await withDeadline(timeout, expired: {
+                    socket.abort(with: TransportError(code: .timedOut, kind: .timeout, message: "connect timed out"))
+                }) {
+                    try await socket.waitUntilConnected()
+                }
             }
+        } catch {
+            socket.endFlow(error: error as? TransportError, endedByPeer: false)
+            throw error
         }
+        socket.counters.didConnect()
         return socket
+    }
+
+    private func endFlow(error: TransportError?, endedByPeer: Bool) {
+        flowEntry.withLock { $0 }?.end(error: error, endedByPeer: endedByPeer)
     }
 
     private func waitUntilConnected() async throws {
@@ -133,9 +155,15 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
                 await waitReadable()
                 continue
             } catch {
-                throw SocketErrors.fromErrno(error.number, operation: "recv")
+                let failure = SocketErrors.fromErrno(error.number, operation: "recv")
+                endFlow(error: failure, endedByPeer: false)
+                throw failure
             }
-            if count == 0 { try throwIfTerminated() }
+            if count == 0 {
+                try throwIfTerminated()
+                endFlow(error: nil, endedByPeer: true)
+            }
+            counters.didRead(count)
             return count
         }
     }
@@ -151,9 +179,15 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
                 await waitReadable()
                 continue
             } catch {
-                throw SocketErrors.fromErrno(error.number, operation: "recv")
+                let failure = SocketErrors.fromErrno(error.number, operation: "recv")
+                endFlow(error: failure, endedByPeer: false)
+                throw failure
             }
-            if filled == 0 { try throwIfTerminated() }
+            if filled == 0 {
+                try throwIfTerminated()
+                endFlow(error: nil, endedByPeer: true)
+            }
+            counters.didRead(filled)
             break
         }
         bytes.removeLast(maximumCount - filled)
@@ -170,10 +204,13 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
                     bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
                 }
                 offset += sent
+                counters.didWrite(sent)
             } catch where error.number == EAGAIN || error.number == EWOULDBLOCK {
                 await waitWritable()
             } catch {
-                throw SocketErrors.fromErrno(error.number, operation: "send")
+                let failure = SocketErrors.fromErrno(error.number, operation: "send")
+                endFlow(error: failure, endedByPeer: false)
+                throw failure
             }
         }
     }
@@ -192,6 +229,7 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
         if first {
             _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR))
             loop.wakeAll(descriptor)
+            endFlow(error: error, endedByPeer: false)
         }
     }
 

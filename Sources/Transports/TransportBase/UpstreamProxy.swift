@@ -60,17 +60,35 @@ extension TransportError.Code {
     public static let proxyRefused = Self(rawValue: "upstream-proxy-refused")
 }
 
-/// How a transport opens its TCP connections: directly, or through the upstream proxy.
+/// How a transport opens its TCP connections: directly, or through the upstream proxy; and where
+/// each connection it opens is reported (``FlowLedger``), so connection assist can read what the
+/// network did to it.
 public struct OutboundDialer: Sendable {
     public let proxy: UpstreamProxy?
+    /// Where connections are reported; nil reports nothing.
+    public private(set) var ledger: FlowLedger?
+    public private(set) var origin: FlowOrigin = .transport
+
+    init(proxy: UpstreamProxy?) { self.proxy = proxy }
 
     public static let direct = OutboundDialer(proxy: nil)
     public static func through(_ proxy: UpstreamProxy) -> OutboundDialer { OutboundDialer(proxy: proxy) }
 
+    /// The same dialer, reporting every connection it opens to `ledger` as `origin`'s.
+    public func reporting(to ledger: FlowLedger, as origin: FlowOrigin) -> OutboundDialer {
+        var copy = self
+        copy.ledger = ledger
+        copy.origin = origin
+        return copy
+    }
+
     /// A connected socket to `endpoint`; `timeout` bounds the TCP connect and any proxy exchange.
     public func connect(to endpoint: TransportEndpoint, timeout: Duration) async throws -> TCPSocket {
-        guard let proxy else { return try await TCPSocket.connect(to: endpoint, timeout: timeout) }
-        let socket = try await TCPSocket.connect(to: proxy.endpoint, timeout: timeout)
+        let flow: ((FlowCounters) -> FlowEntry)? = ledger.map { ledger in
+            { [origin, proxy] counters in ledger.begin(peer: endpoint, origin: origin, throughProxy: proxy != nil, counters: counters) }
+        }
+        guard let proxy else { return try await TCPSocket.connect(to: endpoint, timeout: timeout, reportingTo: flow) }
+        let socket = try await TCPSocket.connect(to: proxy.endpoint, timeout: timeout, reportingTo: flow)
         do {
             try await withDeadline(timeout, expired: {
                 socket.abort(with: TransportError(code: .timedOut, kind: .timeout, message: "the upstream proxy did not answer in time"))
@@ -79,7 +97,7 @@ public struct OutboundDialer: Sendable {
             }
             return socket
         } catch {
-            socket.close()
+            socket.abort(with: error as? TransportError ?? SocketErrors.closedLocally)
             throw error
         }
     }
