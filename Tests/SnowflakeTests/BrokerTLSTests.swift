@@ -34,20 +34,21 @@ import TransportTestSupport
         return try ClientHelloFingerprint(records: try await capture.hello())
     }
 
-    @Test func frontedBrokerDialSendsFirefoxESRsHelloWithHTTP11AndTheFrontAsSNI() async throws {
+    @Test func frontedBrokerDialSendsFirefoxESRsHelloWithItsALPNAndTheFrontAsSNI() async throws {
         let hello = try await hello(front: "localhost")
         print("snowflake broker ClientHello (fronted): JA4 \(hello.ja4), JA3 \(hello.ja3)")
-        #expect(hello.ja4 == "t13d1616h1_86a278354501_0c27189014cf")
+        // The JA4 the firefoxESR profile documents for ALPN h2,http/1.1 (Firefox's own list).
+        #expect(hello.ja4 == "t13d1616h2_86a278354501_0c27189014cf")
         #expect(!Self.openSSLDefaultJA4s.contains(hello.ja4) && !hello.ja4.contains(Self.openSSLDefaultCipherHash))
         #expect(hello.applicationProtocols == BrowserTLSConnector.brokerApplicationProtocols)
-        #expect(hello.applicationProtocols == ["http/1.1"])
+        #expect(hello.applicationProtocols == ["h2", "http/1.1"])
         #expect(hello.serverName == "localhost", "SNI is the front, never the broker's name")
     }
 
     @Test func ampCacheDialSendsTheSameHello() async throws {
         let hello = try await hello(front: "localhost", amp: true)
         print("snowflake AMP cache ClientHello (fronted): JA4 \(hello.ja4)")
-        #expect(hello.ja4 == "t13d1616h1_86a278354501_0c27189014cf")
+        #expect(hello.ja4 == "t13d1616h2_86a278354501_0c27189014cf")
         #expect(!Self.openSSLDefaultJA4s.contains(hello.ja4))
         #expect(hello.serverName == "localhost")
     }
@@ -56,7 +57,7 @@ import TransportTestSupport
     @Test func noSNIDialLeavesTheServerNameOut() async throws {
         let hello = try await hello(front: "localhost", connector: BrowserTLSConnector(sendsServerName: false))
         print("snowflake broker ClientHello (utls-nosni): JA4 \(hello.ja4)")
-        #expect(hello.ja4 == "t13i1615h1_86a278354501_0c27189014cf")
+        #expect(hello.ja4 == "t13i1615h2_86a278354501_0c27189014cf")
         #expect(!Self.openSSLDefaultJA4s.contains(hello.ja4) && !hello.ja4.contains(Self.openSSLDefaultCipherHash))
         #expect(!hello.hasServerName && hello.serverName == nil)
     }
@@ -84,5 +85,22 @@ import TransportTestSupport
         let refused = await #expect(throws: SnowflakeError.self) { _ = try await untrusted.exchangeAMP(poll()) }
         #expect(refused?.code == .connection, "\(String(describing: refused))")
         #expect(refused?.message.contains("certificate verify failed") == true, "\(String(describing: refused))")
+    }
+
+    /// The hello offers h2, so a broker (or front) that picks it must get HTTP/2: a whole poll over
+    /// TLS to Debian's nginx with HTTP/2 on, answered with the broker's "no proxies" error, and
+    /// nginx's log showing the request came as HTTP/2.
+    @Test func aBrokerThatPicksH2GetsThePollOverHTTP2() async throws {
+        let certificates = try await TestCertificates.make()
+        defer { certificates.remove() }
+        let server = try await NginxHTTP2Server(certificates: certificates,
+                                                fixedAnswers: ["/client": #"{"error":"no snowflake proxies currently available"}"#])
+        defer { server.stop() }
+        let broker = try #require(URL(string: "https://snowflake-broker.example/"))
+        let rendezvous = BrokerRendezvous(endpoint: try BrokerEndpoint(url: broker, fronts: ["127.0.0.1:\(server.port)"]),
+                                          connector: BrowserTLSConnector(caFile: certificates.caFile))
+        let response = try await rendezvous.exchange(poll())
+        #expect(response == .error("no snowflake proxies currently available"))
+        #expect(server.requests() == ["POST /client HTTP/2.0 Go-http-client/2.0"], "\(server.requests())")
     }
 }

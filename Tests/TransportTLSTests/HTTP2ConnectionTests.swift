@@ -1,4 +1,5 @@
 import Foundation
+import PosternTestSupport
 import Testing
 import TransportBase
 import TransportTLS

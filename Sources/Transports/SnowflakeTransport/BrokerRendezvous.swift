@@ -1,4 +1,5 @@
 import Foundation
+import TransportTLS
 import TransportWire
 
 // Hostile input: the broker's (or AMP cache's) HTTP answer is read by HTTPResponse.read and parsed
@@ -127,11 +128,43 @@ public struct BrokerRendezvous: Sendable {
         let stream = try await connector.connect(host: target.connectHost, port: target.connectPort,
                                                  tlsServerName: target.tlsServerName)
         defer { stream.close() }
+        // The ClientHello offers h2 as Firefox's does; a server (or front) that picks it gets HTTP/2.
+        if let tls = stream as? BrowserTLSStream, tls.applicationProtocol == "h2" {
+            return try await sendHTTP2(over: tls, method: method, target: target, body: body, peer: peer, deadline: deadline)
+        }
         do {
             try await stream.write(HTTPRequest(method: method, path: target.path, host: target.hostHeader, body: body).encoded)
         } catch {
             throw SnowflakeError(streamFailure: error)
         }
         return try await HTTPResponse.read(from: stream, bodyLimit: Self.readLimit, peer: peer, deadline: deadline)
+    }
+
+    /// The same exchange as HTTP/2 (TransportWire's HTTP2Connection): `:authority` is the Host the
+    /// HTTP/1.1 form sends (the real broker or cache behind a front), the fields what Go's HTTP/2
+    /// client sends for the reference client's request, the same body limit and deadline.
+    private func sendHTTP2(over tls: BrowserTLSStream, method: String, target: RequestTarget, body: [UInt8]?,
+                           peer: String, deadline: ContinuousClock.Instant) async throws(SnowflakeError) -> HTTPResponse {
+        var headers: [HTTP2Header] = []
+        if let body { headers.append(HTTP2Header(name: "content-length", value: "\(body.count)")) }
+        headers.append(HTTP2Header(name: "user-agent", value: "Go-http-client/2.0"))
+        let request = HTTP2Request(method: method, authority: target.hostHeader, path: target.path, headers: headers, body: body)
+        do throws(WireError) {
+            let http2 = try await HTTP2Connection.open(over: tls)
+            defer { http2.close() }
+            let response = try await http2.send(request, bodyLimit: Self.readLimit, timeout: max(.zero, deadline - ContinuousClock.now))
+            return HTTPResponse(status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
+        } catch {
+            switch error.code {
+            case .http2TooLarge:
+                throw SnowflakeError(code: .responseTooLarge, kind: .protocolViolation, message: "\(peer) sent an HTTP/2 response past a limit: \(error.message)")
+            case .timeout:
+                throw SnowflakeError(code: .timeout, kind: .network, message: "\(peer) did not finish its HTTP/2 response in time")
+            case .http2Failed:
+                throw SnowflakeError(code: .brokerHTTP, kind: .protocolViolation, message: "\(peer): \(error.message)")
+            default:
+                throw SnowflakeError(streamFailure: error)
+            }
+        }
     }
 }

@@ -10,10 +10,9 @@ import TransportWire
 /// in the reference client, and the HTTP Host inside names the real broker or cache.
 public struct BrowserTLSConnector: SnowflakeStreamConnector {
     /// The one place the broker's ALPN is chosen (the broker, its fronts and the AMP cache all get
-    /// it): http/1.1 alone while the rendezvous speaks only HTTP/1.1, since offering h2 means
-    /// speaking it when the server picks it (issue #21). Firefox ESR offers h2 first; when the
-    /// broker client speaks HTTP/2 this becomes ["h2", "http/1.1"], Firefox's own list.
-    public static let brokerApplicationProtocols = ["http/1.1"]
+    /// it): Firefox's own list. When the server picks h2 the rendezvous speaks HTTP/2
+    /// (BrokerRendezvous, TransportWire's HTTP2Connection), so the offer is honest.
+    public static let brokerApplicationProtocols = ["h2", "http/1.1"]
 
     /// The whole TLS handshake ends by this, however a server drips its bytes: on expiry the TCP
     /// connection is closed, which ends the read in progress.

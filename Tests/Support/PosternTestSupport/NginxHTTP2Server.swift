@@ -1,22 +1,30 @@
 import Foundation
-import PosternTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Debian's nginx on 127.0.0.1 with TLS and HTTP/2 (ALPN h2, http/1.1), in one process
-/// (`master_process off`) under a private directory: a real HTTP/2 server for HTTP2Connection.
-/// `/echo` returns the request body (Debian's libnginx-mod-http-echo), `/headers` sends
-/// `headerCount` extra response header fields, everything else is a file under `www/`.
-final class NginxHTTP2Server: @unchecked Sendable {
-    let port: UInt16
-    let directory: URL
+/// (`master_process off`) under a private directory: a real HTTP/2 server for HTTP2Connection and
+/// the clients on it. `/echo` returns the request body (Debian's libnginx-mod-http-echo),
+/// `/headers` sends `headerCount` extra response header fields, each of `fixedAnswers` answers its
+/// exact path with 200 and its text, everything else is a file under `www/`. Each request is
+/// logged as "METHOD URI PROTOCOL USER-AGENT" (``requests()``).
+public final class NginxHTTP2Server: @unchecked Sendable {
+    public let port: UInt16
+    public let directory: URL
     private let process: Process
 
     /// `files`: name → contents, served from the root. `headerCount` header fields of 100 bytes each on /headers.
-    init(certificates: TestCertificates, files: [String: [UInt8]] = [:], headerCount: Int = 0) async throws {
+    public init(certificates: TestCertificates, files: [String: [UInt8]] = [:], headerCount: Int = 0,
+                fixedAnswers: [String: String] = [:]) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("www"), withIntermediateDirectories: true)
         for (name, contents) in files {
             try Data(contents).write(to: directory.appendingPathComponent("www/\(name)"))
         }
+        let fixed = fixedAnswers.map { path, text in
+            "location = \(path) { client_max_body_size 1m; echo_read_request_body; echo -n '\(text)'; }"
+        }.joined(separator: "\n                        ")
         let extraHeaders = (0..<headerCount).map { "add_header x-filler-\($0) \(String(repeating: "v", count: 100)) always;" }
             .joined(separator: "\n            ")
         // nginx cannot listen on port 0: try kernel-chosen free ports until one binds.
@@ -34,7 +42,8 @@ final class NginxHTTP2Server: @unchecked Sendable {
                 error_log \(root)/error.log warn;
                 events { worker_connections 128; }
                 http {
-                    access_log off;
+                    log_format requests '$request_method $uri $server_protocol $http_user_agent';
+                    access_log \(root)/requests.log requests;
                     client_body_temp_path \(root)/body;
                     proxy_temp_path \(root)/proxy;
                     fastcgi_temp_path \(root)/fastcgi;
@@ -47,6 +56,7 @@ final class NginxHTTP2Server: @unchecked Sendable {
                         ssl_certificate_key \(certificates.keyFile);
                         root \(root)/www;
                         location = /echo { client_body_buffer_size 1m; client_max_body_size 1m; echo_read_request_body; echo_request_body; }
+                        \(fixed)
                         location = /headers {
                             \(extraHeaders)
                             return 200 "headers\\n";
@@ -92,7 +102,13 @@ final class NginxHTTP2Server: @unchecked Sendable {
         } == 0
     }
 
-    func stop() {
+    /// The requests nginx has logged so far, one "METHOD URI PROTOCOL USER-AGENT" each.
+    public func requests() -> [String] {
+        let log = (try? String(contentsOf: directory.appendingPathComponent("requests.log"), encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").map(String.init)
+    }
+
+    public func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
