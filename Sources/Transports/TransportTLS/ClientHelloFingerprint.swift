@@ -92,6 +92,15 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
         hasServerName = types.contains(0)
     }
 
+    /// The hello a connection with `configuration` would present, made in memory with no network
+    /// (``BrowserTLSStream/clientHello(for:)``); for a randomized profile, one draw.
+    public init(presentedBy configuration: BrowserTLSConfiguration) throws(TransportError) {
+        try self.init(records: try BrowserTLSStream.clientHello(for: configuration))
+    }
+
+    /// JA4's cipher part (its second field), for rules and tests that look at the suites alone.
+    public var ja4CipherHash: String { String(ja4.split(separator: "_")[1]) }
+
     private static func hex4(_ value: UInt16) -> String {
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: 4 - digits.count) + digits
