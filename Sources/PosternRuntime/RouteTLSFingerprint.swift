@@ -132,7 +132,7 @@ extension RouteTLSFingerprint {
     public static func text(_ rows: [RouteTLSFingerprint]) -> String {
         guard !rows.isEmpty else { return "no snowflake or webtunnel route (no TLS hello to show)" }
         let table = PlainText.table(
-            header: ["bridge", "connection", "asks for", "profile", "SNI", "ALPN", "JA4", "JA3"],
+            header: ["BRIDGE", "CONNECTION", "ASKS FOR", "PROFILE", "SNI", "ALPN", "JA4", "JA3"],
             rows: rows.map { row in
                 [row.bridge, [row.transport, row.connection].compactMap { $0 }.joined(separator: " "),
                  row.requestedProfile ?? "-", row.profile + (row.randomized ? " (one draw)" : ""),

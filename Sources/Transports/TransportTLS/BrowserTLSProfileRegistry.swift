@@ -2,7 +2,7 @@ import PosternSystem
 import TransportBase
 
 /// Bridge-line ClientHello names (snowflake's `utls-imitate=`, lyrebird's webtunnel `utls=`: the uTLS
-/// ClientHelloID names, lyrebird's common/utlsutil list) mapped to the profiles NSS 3.87 can send,
+/// ClientHelloID names lyrebird and snowflake accept) mapped to the profiles NSS 3.87 can send,
 /// and each transport's default. Why each family maps where it does: docs/FINGERPRINTS.md,
 /// "Profiles".
 extension BrowserTLSProfile {

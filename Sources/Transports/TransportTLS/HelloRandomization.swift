@@ -1,5 +1,5 @@
-/// The randomized profiles' draw, in the manner of uTLS's HelloRandomized (u_parrots.go,
-/// generateRandomizedSpec): per connection a cipher subset and order, groups, key shares, signature
+/// The randomized profiles' draw, in the manner of uTLS's HelloRandomized (its randomized-spec
+/// generator): per connection a cipher subset and order, groups, key shares, signature
 /// schemes, optional extensions and ALPN, each from what real clients send, so that no two
 /// connections need share a JA3 and the JA4 moves too (docs/FINGERPRINTS.md, "Randomized profiles").
 ///
