@@ -14,12 +14,14 @@ import Testing
     static let snowflakeFingerprint = "7E6D5C4B3A29180F7E6D5C4B3A29180F7E6D5C4B"
     static let brokerHost = "broker-secret.example.net"
     static let frontHost = "front-secret.example.com"
+    static let cacheHost = "amp-secret.example"
     static let lines = [
         "webtunnel [2001:db8::7]:443 \(webtunnelFingerprint) url=https://\(webtunnelHost)/\(webtunnelPath) ver=0.0.1",
         "webtunnel [2001:db8::8]:443 \(webtunnelFingerprint) url=https://\(webtunnelHost)/\(webtunnelPath)2 utls=HelloChrome_Auto",
         "snowflake 192.0.2.3:80 \(snowflakeFingerprint) fingerprint=\(snowflakeFingerprint) url=https://\(brokerHost)/ fronts=\(frontHost) utls-imitate=hellofirefox_auto",
+        "snowflake 192.0.2.5:80 \(snowflakeFingerprint) fingerprint=\(snowflakeFingerprint) url=https://\(brokerHost)/ ampcache=https://\(cacheHost)/ utls-imitate=hellorandomizednoalpn",
     ]
-    static let secrets = [webtunnelFingerprint, webtunnelHost, webtunnelPath, snowflakeFingerprint, brokerHost, frontHost, "2001:db8::7", "192.0.2.3"]
+    static let secrets = [webtunnelFingerprint, webtunnelHost, webtunnelPath, snowflakeFingerprint, brokerHost, frontHost, cacheHost, "2001:db8::7", "192.0.2.3", "192.0.2.5"]
 
     private func rows(_ text: String) throws -> [[String: Any]] {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String: Any]])
@@ -40,7 +42,7 @@ import Testing
         #expect(json.status == 0, "\(json.stderr)")
         let all = try rows(json.stdout)
         let stored = all.filter { !(($0["bridge"] as? String) ?? "").hasPrefix("builtin-") }
-        #expect(stored.count == 3, "\(json.stdout)")
+        #expect(stored.count == 4, "\(json.stdout)")
         let byProfile = Dictionary(grouping: stored) { ($0["requestedProfile"] as? String) ?? "-" }
 
         let plain = try #require(byProfile["-"]?.first)
@@ -64,6 +66,11 @@ import Testing
         #expect(snowflake["substitution"] is NSNull || snowflake["substitution"] == nil)
         #expect(snowflake["ja4"] as? String == "t13d1616h1_86a278354501_0c27189014cf")
         #expect(Self.isJA4(snowflake["ja4"]) && (snowflake["ja3"] as? String)?.count == 32)
+
+        let amp = try #require(byProfile["hellorandomizednoalpn"]?.first)
+        #expect(amp["connection"] as? String == "AMP cache")
+        #expect(amp["profile"] as? String == "randomized-noalpn")
+        #expect((amp["ja4"] as? String)?.hasPrefix("t13d") == true && (amp["applicationProtocols"] as? [String])?.isEmpty == true)
 
         // The built-in snowflake lines ask for hellorandomizedalpn, as Tor Browser's do.
         let builtins = all.filter { (($0["bridge"] as? String) ?? "").hasPrefix("builtin-snowflake-") }
