@@ -39,11 +39,12 @@ def extract(module, output):
             args += ["-Xcc", "-I" + os.path.join(directory, "include")]
     for modulemap in sorted(glob.glob(os.path.join(ROOT, ".build", "*", "debug", "*.build", "module.modulemap"))):
         args += ["-Xcc", "-fmodule-map-file=" + modulemap]
-    # The tor core's and libnice's pkg-config files are in the core's prefix (scripts/swift-env.sh).
+    # The tor core's and libnice's pkg-config files are in the core's prefix (scripts/swift-env.sh);
+    # NSS's (CNSS, under TransportTLS) is Debian's.
     environment = dict(os.environ)
     core = os.path.join(ROOT, ".deps", "tor", "lib", "pkgconfig")
     environment["PKG_CONFIG_PATH"] = core + (":" + environment["PKG_CONFIG_PATH"] if environment.get("PKG_CONFIG_PATH") else "")
-    flags = subprocess.run(["pkg-config", "--cflags-only-I", "tor-embedded", "postern-nice"],
+    flags = subprocess.run(["pkg-config", "--cflags-only-I", "tor-embedded", "postern-nice", "nss"],
                            capture_output=True, text=True, check=True, env=environment).stdout.split()
     for flag in flags:
         args += ["-Xcc", flag]

@@ -28,10 +28,13 @@ public struct RouteTLSFingerprint: Sendable, Hashable, Codable {
     public let randomized: Bool
     /// Why the profile is not the one asked for, when it is not.
     public let substitution: String?
+    /// Whether the hello carries SNI (not for an IP literal, nor with snowflake's `utls-nosni`).
     public let sendsServerName: Bool
+    /// ALPN as the hello offers it; empty when it offers none.
     public let applicationProtocols: [String]
-    /// Nil when the connection has no TLS (an http:// broker).
+    /// The hello's JA3 (MD5); nil when the connection has no TLS (an http:// broker).
     public let ja3: String?
+    /// The hello's JA4; nil when the connection has no TLS.
     public let ja4: String?
 
     /// The rows for the enabled stored snowflake and webtunnel bridges and the built-in ones, in
