@@ -22,8 +22,8 @@ public struct RouteTLSFingerprint: Sendable, Hashable, Codable {
     public let connection: String
     /// The `utls-imitate=` / `utls=` value (lower-cased), or nil when the line names none.
     public let requestedProfile: String?
-    /// The profile sent (``BrowserTLSProfile/name``).
-    public let profile: String
+    /// The profile sent (``BrowserTLSProfile/name``); nil when a plugin serves the transport.
+    public let profile: String?
     /// True when every connection draws another hello: the JA3 and JA4 are one draw's.
     public let randomized: Bool
     /// Why the profile is not the one asked for, when it is not.
@@ -36,9 +36,13 @@ public struct RouteTLSFingerprint: Sendable, Hashable, Codable {
     public let ja3: String?
     /// The hello's JA4; nil when the connection has no TLS.
     public let ja4: String?
+    /// The executable of the external plugin that serves this transport instead of Postern
+    /// (`transport plugin add --replace-builtin`): the hello is the plugin's own, not shown.
+    public let plugin: String?
 
     /// The rows for the enabled stored snowflake and webtunnel bridges and the built-in ones, in
-    /// that order. A line whose arguments this client cannot use is left out, as a dial would fail.
+    /// that order. A line whose arguments this client cannot use is left out, as a dial would fail;
+    /// a transport an external plugin serves gets a row naming the plugin and no fingerprint.
     public static func configured(_ configuration: BridgeConfiguration) throws(TransportError) -> [RouteTLSFingerprint] {
         var candidates = configuration.enabledBridges().map { (id: $0.id.rawValue, line: $0.line) }
         if let builtins = try? BuiltinBridges.bundled(rules: Transports.argumentRules) {
@@ -48,7 +52,15 @@ public struct RouteTLSFingerprint: Sendable, Hashable, Codable {
         }
         var rows: [RouteTLSFingerprint] = []
         for candidate in candidates {
-            if let row = try row(bridge: candidate.id, line: candidate.line) { rows.append(row) }
+            if let plugin = Transports.plugin(serving: candidate.line.transport.rawValue, in: configuration.plugins) {
+                guard [TransportName.snowflake, .webtunnel].contains(candidate.line.transport) else { continue }
+                rows.append(RouteTLSFingerprint(bridge: candidate.id, transport: candidate.line.transport.rawValue, connection: "plugin",
+                                                requestedProfile: nil, profile: nil, randomized: false, substitution: nil,
+                                                sendsServerName: false, applicationProtocols: [], ja3: nil, ja4: nil,
+                                                plugin: plugin.executable))
+            } else if let row = try row(bridge: candidate.id, line: candidate.line) {
+                rows.append(row)
+            }
         }
         return rows
     }
@@ -90,7 +102,7 @@ public struct RouteTLSFingerprint: Sendable, Hashable, Codable {
                 return RouteTLSFingerprint(bridge: bridge, transport: line.transport.rawValue, connection: connection,
                                            requestedProfile: choice.requestedName, profile: choice.profile.name,
                                            randomized: choice.profile.isRandomized, substitution: choice.substitution,
-                                           sendsServerName: false, applicationProtocols: [], ja3: nil, ja4: nil)
+                                           sendsServerName: false, applicationProtocols: [], ja3: nil, ja4: nil, plugin: nil)
             }
             return try make(bridge: bridge, transport: line.transport.rawValue, connection: connection, choice: choice, serverName: host,
                             sendsServerName: sendsName, applicationProtocols: BrowserTLSProfile.snowflakeApplicationProtocols)
@@ -103,7 +115,7 @@ public struct RouteTLSFingerprint: Sendable, Hashable, Codable {
                 return RouteTLSFingerprint(bridge: bridge, transport: line.transport.rawValue, connection: "server",
                                            requestedProfile: choice.requestedName, profile: choice.profile.name,
                                            randomized: choice.profile.isRandomized, substitution: choice.substitution,
-                                           sendsServerName: false, applicationProtocols: [], ja3: nil, ja4: nil)
+                                           sendsServerName: false, applicationProtocols: [], ja3: nil, ja4: nil, plugin: nil)
             }
             return try make(bridge: bridge, transport: line.transport.rawValue, connection: "server", choice: choice,
                             serverName: options.serverName, sendsServerName: true,
@@ -126,7 +138,7 @@ public struct RouteTLSFingerprint: Sendable, Hashable, Codable {
         return RouteTLSFingerprint(bridge: bridge, transport: transport, connection: connection, requestedProfile: choice.requestedName,
                                    profile: choice.profile.name, randomized: choice.profile.isRandomized,
                                    substitution: choice.substitution, sendsServerName: hello.hasServerName,
-                                   applicationProtocols: hello.applicationProtocols, ja3: hello.ja3, ja4: hello.ja4)
+                                   applicationProtocols: hello.applicationProtocols, ja3: hello.ja3, ja4: hello.ja4, plugin: nil)
     }
 }
 
@@ -138,15 +150,15 @@ extension RouteTLSFingerprint {
             header: ["BRIDGE", "CONNECTION", "ASKS FOR", "PROFILE", "SNI", "ALPN", "JA4", "JA3"],
             rows: rows.map { row in
                 [row.bridge, [row.transport, row.connection].compactMap { $0 }.joined(separator: " "),
-                 row.requestedProfile ?? "-", row.profile + (row.randomized ? " (one draw)" : ""),
+                 row.requestedProfile ?? "-", (row.profile ?? "-") + (row.randomized ? " (one draw)" : ""),
                  row.ja4 == nil ? "-" : row.sendsServerName ? "yes" : "no",
                  row.applicationProtocols.isEmpty ? "-" : row.applicationProtocols.joined(separator: ","),
-                 row.ja4 ?? "no TLS", row.ja3 ?? "-"]
+                 row.ja4 ?? (row.plugin.map { "the plugin's own (\($0))" } ?? "no TLS"), row.ja3 ?? "-"]
             })
         var notes: [String] = []
         for row in rows {
             guard let reason = row.substitution, let asked = row.requestedProfile else { continue }
-            let note = "\(asked) -> \(row.profile): \(reason)"
+            let note = "\(asked) -> \(row.profile ?? "-"): \(reason)"
             if !notes.contains(note) { notes.append(note) }
         }
         if rows.contains(where: \.randomized) {

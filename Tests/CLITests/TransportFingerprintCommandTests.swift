@@ -90,6 +90,24 @@ import Testing
         }
     }
 
+    /// A transport an external plugin serves sends the plugin's hello: the rows say so and show none.
+    @Test func aTransportAPluginServesIsNamedNotFingerprinted() async throws {
+        let sandbox = Sandbox()
+        #expect(try await sandbox.run(["bridges", "add", "-"], stdin: Self.lines.joined(separator: "\n") + "\n").status == 0)
+        let plugin = try await sandbox.run("transport", "plugin", "add", "--replace-builtin", "snowflake", "/usr/bin/snowflake-client")
+        #expect(plugin.status == 0, "\(plugin.stderr)")
+        let json = try await sandbox.run("transport", "fingerprint", "--json")
+        #expect(json.status == 0, "\(json.stderr)")
+        let all = try rows(json.stdout)
+        let snowflake = all.filter { $0["transport"] as? String == "snowflake" }
+        #expect(!snowflake.isEmpty)
+        #expect(snowflake.allSatisfy { $0["plugin"] as? String == "/usr/bin/snowflake-client" && $0["ja4"] == nil && $0["profile"] == nil })
+        let webtunnel = all.filter { $0["transport"] as? String == "webtunnel" }
+        #expect(webtunnel.count == 2 && webtunnel.allSatisfy { Self.isJA4($0["ja4"]) && $0["plugin"] == nil })
+        let text = try await sandbox.run("transport", "fingerprint")
+        #expect(text.stdout.contains("the plugin's own (/usr/bin/snowflake-client)"), "\(text.stdout)")
+    }
+
     @Test func aNamedProfileShowsItsHello() async throws {
         let sandbox = Sandbox()
         let firefox = try await sandbox.run("transport", "fingerprint", "--profile", "firefox-esr")
