@@ -43,6 +43,11 @@ let package = Package(
         .systemLibrary(name: "CSecp256k1", path: "Sources/CSecp256k1", pkgConfig: "libsecp256k1",
                        providers: [.apt(["libsecp256k1-dev"])]),
 
+        // libnghttp2 (Debian libnghttp2-dev): HTTP/2 framing, HPACK and flow control for TransportWire's
+        // HTTP2Connection (the broker and AMP cache when the server picks h2, DNS over HTTPS).
+        .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2",
+                       providers: [.apt(["libnghttp2-dev"])]),
+
         // One helper per low-level concern, below every other module: system calls retried on EINTR
         // with errno as a typed error, the one shape of the public error structs, signals via Dispatch.
         .target(name: "PosternSystem", path: "Sources/PosternSystem"),
@@ -60,8 +65,9 @@ let package = Package(
         // Bridge lines as a QR code (the JSON array bridges.torproject.org shares), for an app or the CLI.
         .target(name: "BridgeQR", dependencies: ["PosternSystem", "PosternLinkSpec", "CQREncode"], path: "Sources/BridgeQR"),
         // What the transports share on the wire: the byte-stream protocol, deadlines, the HTTP/1.1
-        // response-head reader, WebSocket framing and handshake, the TLS client stream (COpenSSL).
-        .target(name: "TransportWire", dependencies: ["PosternSystem", "PosternCrypto", "COpenSSL"], path: "Sources/Transports/TransportWire"),
+        // response-head reader, WebSocket framing and handshake, the HTTP/2 client (CNghttp2), the TLS
+        // client stream (COpenSSL).
+        .target(name: "TransportWire", dependencies: ["PosternSystem", "PosternCrypto", "COpenSSL", "CNghttp2"], path: "Sources/Transports/TransportWire"),
         .target(name: "TransportBase", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportWire", "CEpoll", "CSpawn"], path: "Sources/Transports/TransportBase"),
         .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "CSodium"],
                 path: "Sources/Transports/Obfs4Transport"),

@@ -14,6 +14,8 @@ PACKAGES=(
   libnice-dev libusrsctp-dev
   # browser-shaped TLS for the transports (TransportTLS): NSS, Firefox's TLS library
   libnss3-dev
+  # HTTP/2 when a server picks h2 (the broker, AMP cache, DNS over HTTPS): TransportWire/HTTP2Connection
+  libnghttp2-dev
   # bridges export --format qr, and its test (decode with zbarimg)
   libqrencode-dev qrencode zbar-tools
   # obfs4 through an upstream SOCKS5 proxy (TOR_PT_PROXY) test
@@ -24,6 +26,8 @@ PACKAGES=(
   snowflake-proxy snowflake-client coturn golang-go golang-snowflake-dev openssl
   # test bed: webtunnel (the web server in front of our webtunnel server stand-in)
   nginx
+  # HTTP/2 tests: nginx answers a POST with its body (TransportTLSTests/NginxHTTP2Server)
+  libnginx-mod-http-echo
   # app layer leak proof: packet capture inside the namespace
   tshark
   # A/B results: the report's charts rendered by a real SVG renderer and their pixels read back,

@@ -1,6 +1,6 @@
 import PosternSystem
 
-/// The errors of the shared wire code (HTTP/1.1 heads, WebSocket, TLS, deadlines): the shape of
+/// The errors of the shared wire code (HTTP/1.1 heads, HTTP/2, WebSocket, TLS, deadlines): the shape of
 /// every public Postern error (``CodedError``). Each transport turns them into its own error type
 /// with its own codes; the messages are fragments written to be placed after the transport's own
 /// words ("the server's answer is not HTTP: " + message), and never hold a peer's address or secret.
@@ -23,6 +23,11 @@ extension WireError.Code {
     public static let tlsFailed = Self("tls-failed")
     /// The peer closed the connection before the exchange was complete.
     public static let closed = Self("closed")
+    /// An HTTP/2 connection or stream failed: the server broke the protocol, reset the stream or
+    /// went away before answering.
+    public static let http2Failed = Self("http2-failed")
+    /// An HTTP/2 response past a cap (header block, body, concurrent requests).
+    public static let http2TooLarge = Self("http2-too-large")
     /// A deadline passed.
     public static let timeout = Self("timeout")
 }
