@@ -29,7 +29,10 @@ import TransportTLS
             case "hellorandomized": #expect(choice.profile == .randomized && choice.substitution == nil)
             case "hellorandomizedalpn": #expect(choice.profile == .randomizedALPN && choice.substitution == nil)
             case "hellorandomizednoalpn": #expect(choice.profile == .randomizedNoALPN && choice.substitution == nil)
-            case _ where name.hasPrefix("hellofirefox_"): #expect(choice.profile == .firefoxESR && choice.substitution == nil, "\(name)")
+            case "hellofirefox_auto": #expect(choice.profile == .firefoxESR && choice.substitution == nil)
+            case _ where name.hasPrefix("hellofirefox_"):
+                #expect(choice.profile == .firefoxESR, "\(name)")
+                #expect(choice.substitution?.contains("Firefox ESR 153") == true, "\(name): \(String(describing: choice.substitution))")
             default:
                 // Chrome, Safari, iOS, Edge, Android, 360, QQ and Go: Firefox ESR, saying why.
                 #expect(choice.profile == .firefoxESR, "\(name)")

@@ -53,7 +53,10 @@ extension BrowserTLSProfile {
             break
         }
         if hasVersion(lower, family: "hellofirefox_") {
-            return Choice(requestedName: lower, profile: .firefoxESR, substitution: nil)
+            // A pinned version is years old: its hello is one nobody sends today.
+            return Choice(requestedName: lower, profile: .firefoxESR,
+                          substitution: lower == "hellofirefox_auto" ? nil
+                              : "Firefox ESR 153's hello is sent, not that of the Firefox version the name pins")
         }
         for family in unreachableFamilies where hasVersion(lower, family: family.prefix) {
             return Choice(requestedName: lower, profile: .firefoxESR,
