@@ -97,7 +97,8 @@ extension BrowserTLSProfile {
     }
 
     /// What snowflake's broker, front and AMP cache connections can speak, for the profile to offer
-    /// by ALPN: the broker client speaks HTTP/1.1 only.
+    /// by ALPN: the broker client speaks HTTP/1.1 only (h2 joins once it runs on TransportWire's
+    /// HTTP/2 client).
     public static let snowflakeApplicationProtocols = ["http/1.1"]
     /// What webtunnel's connection can speak: its upgrade request is HTTP/1.1.
     public static let webtunnelApplicationProtocols = ["http/1.1"]
