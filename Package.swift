@@ -101,7 +101,7 @@ let package = Package(
         // The session an app embeds (settings, transports, connection assist,
         // live SETCONF, status), the bridge health check.
         .target(name: "PosternRuntime", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternLinkSpec", "BridgeConfig", "TransportBase", "TransportWire", "Obfs4Transport",
-                                                       "SnowflakeTransport", "WebtunnelTransport"],
+                                                       "SnowflakeTransport", "WebtunnelTransport", "TransportTLS"],
                 path: "Sources/PosternRuntime"),
         // The app layer on top of the session: HTTP(S) and WebSocket through
         // its SOCKS port (libcurl), Nostr relays and NIP-17, the geo relay directory.
@@ -132,8 +132,8 @@ let package = Package(
         .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Tests/Support/TransportTestSupport"),
         .testTarget(name: "TransportTests", dependencies: ["PosternCrypto", "TransportBase", "TransportWire", "Obfs4Transport", "BridgeConfig", "TransportTestSupport", "PosternTestSupport"],
                     path: "Tests/TransportTests"),
-        // TransportTLS against openssl s_server on loopback: handshake, the hello's JA4, certificates, hostile servers.
-        .testTarget(name: "TransportTLSTests", dependencies: ["TransportTLS", "TransportBase", "TransportWire", "PosternTestSupport"], path: "Tests/TransportTLSTests"),
+        // TransportTLS against openssl s_server on loopback: handshake, the hello's JA4, profiles and randomized hellos, certificates, hostile servers.
+        .testTarget(name: "TransportTLSTests", dependencies: ["TransportTLS", "TransportBase", "TransportWire", "PosternLinkSpec", "PosternTestSupport"], path: "Tests/TransportTLSTests"),
         .testTarget(name: "WebtunnelTests", dependencies: ["BridgeConfig", "WebtunnelTransport", "TransportBase", "TransportWire", "TransportTLS", "TransportTestSupport",
                                                        "PosternTestSupport"], path: "Tests/WebtunnelTests"),
         .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TransportBase", "TransportWire", "TransportTLS", "TransportTestSupport",

@@ -79,6 +79,17 @@ import TransportTLS
         }
     }
 
+    /// Without a browser: the profile's hello against the one recorded from Firefox ESR 153,
+    /// field by field; only the fields NSS 3.87 cannot reach differ.
+    @Test func firefoxESRProfileEqualsTheRecordedFirefoxHelloButForWhatNSS387Lacks() throws {
+        let ours = HelloFields(try ClientHelloFingerprint(presentedBy: BrowserTLSConfiguration(serverName: "localhost")))
+        let differing = ours.differences(from: .recordedFirefoxESR)
+        #expect(Set(differing.map(\.name)) == HelloFields.unreachableByNSS387,
+                "\(differing.map { "\($0.name): ours \($0.ours), Firefox \($0.theirs)" })")
+        #expect(ours.keyShareLengths == [32, 65])
+        #expect(ours.extensions == HelloFields.recordedFirefoxESR.extensions.filter { $0 != 27 })
+    }
+
     @Test func alpnIsSentInTheGivenOrderOrNotAtAll() async throws {
         let certificates = try await TestCertificates.make()
         defer { certificates.remove() }

@@ -95,5 +95,27 @@ struct FirefoxComparisonTests {
         let (ourParts, theirParts) = (ours.ja4.split(separator: "_"), theirs.ja4.split(separator: "_"))
         #expect(ourParts[1] == theirParts[1])
         #expect(ourParts[0] == "t13d1616h2" && theirParts[0] == "t13d1617h2", "\(ours.ja4) vs \(theirs.ja4)")
+
+        // Field by field (issue #21's ground truth): every field equal but those NSS 3.87 cannot
+        // reach, and those differ.
+        let differing = HelloFields(ours).differences(from: HelloFields(theirs))
+        #expect(Set(differing.map(\.name)) == HelloFields.unreachableByNSS387,
+                "fields that differ from Firefox's: \(differing.map { "\($0.name) (ours \($0.ours), Firefox \($0.theirs))" })")
+    }
+
+    /// Drift: today's firefox-esr against the hello recorded from 153.8.0esr. A browser update that
+    /// changes its hello fails here, naming its version and each changed field, so the profile and
+    /// docs/FINGERPRINTS.md can follow it.
+    @Test func firefoxsHelloIsTheRecordedOneOrItsDriftIsReported() async throws {
+        let version = try await ProcessRunner.run(URL(fileURLWithPath: firefox), ["--version"]).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let listener = try LoopbackListener()
+        defer { listener.close() }
+        let theirs = HelloFields(try ClientHelloFingerprint(records: try await firefoxHello(listener: listener)))
+        let drift = theirs.differences(from: .recordedFirefoxESR)
+        print("\(version): \(drift.isEmpty ? "hello as recorded from \(HelloFields.recordedFirefoxVersion)" : "\(drift.count) fields drifted")")
+        #expect(drift.isEmpty, """
+            drift: \(version) (recorded: \(HelloFields.recordedFirefoxVersion)) changed \(drift.map { "\($0.name): now \($0.ours), recorded \($0.theirs)" }.joined(separator: "; "))
+            """)
     }
 }

@@ -11,8 +11,12 @@ public struct BrowserTLSConfiguration: Sendable {
     /// and is checked against the certificate's IP addresses. With domain fronting this is the
     /// front: the HTTP Host inside names the real service, as in the reference clients.
     public var serverName: String
-    /// ALPN protocols in wire order; empty sends no ALPN extension (webtunnel's reference client).
+    /// The protocols the caller can speak over this connection, in preference order: what ALPN
+    /// offers, in this wire order, when the profile offers ALPN (``BrowserTLSProfile``: parrots
+    /// and `randomized-alpn` always, `randomized-noalpn` never, `randomized` by a draw). Empty
+    /// sends no ALPN extension whatever the profile.
     public var applicationProtocols: [String]
+    /// The ClientHello recipe, resolved anew for every connection.
     public var profile: BrowserTLSProfile
     /// PEM CA certificates trusted in addition to the system's (the test bed's CA); nil: only the
     /// system trust store (OpenSSL's default paths, which honour SSL_CERT_FILE and SSL_CERT_DIR).
@@ -44,7 +48,7 @@ public struct BrowserTLSConfiguration: Sendable {
 
     /// ALPN as NSS's SSL_SetNextProtoNego takes it: length-prefixed names, where NSS moves the first
     /// to the end on the wire (it is NPN's fallback there), so the last wanted goes first.
-    func nssApplicationProtocols() throws(TransportError) -> [UInt8] {
+    static func nssApplicationProtocols(_ applicationProtocols: [String]) throws(TransportError) -> [UInt8] {
         var names = applicationProtocols
         if let last = names.popLast() { names.insert(last, at: 0) }
         var encoded: [UInt8] = []
@@ -65,6 +69,6 @@ public struct BrowserTLSConfiguration: Sendable {
         guard !bareServerName.isEmpty, !bareServerName.utf8.contains(0) else {
             throw TransportError(code: .invalidArguments, kind: .invalidInput, message: "the TLS server name is empty or contains NUL")
         }
-        _ = try nssApplicationProtocols()
+        _ = try Self.nssApplicationProtocols(applicationProtocols)
     }
 }

@@ -1,29 +1,41 @@
-/// What a ClientHello looks like: cipher suites and their order, groups and key shares, signature
-/// schemes and the extensions NSS is asked to send. ALPN and the server name come from the
-/// connection (``BrowserTLSConfiguration``), not from here.
-public struct BrowserTLSProfile: Sendable, Hashable {
-    /// For people and logs ("firefox-esr").
+/// A recipe for the ClientHello a connection sends: a parrot of one browser's hello, or a
+/// randomized one in the manner of uTLS's HelloRandomized family. Each connection resolves the
+/// recipe when its handshake starts, so a randomized profile sends a different hello every time.
+///
+/// The profile also decides whether ALPN is offered: ``BrowserTLSConfiguration/applicationProtocols``
+/// lists what the caller can speak, and the profile sends that list (parrots, `randomized-alpn`),
+/// leaves ALPN out (`randomized-noalpn`) or draws one of the two (`randomized`). Bridge-line names
+/// (`utls-imitate=`, `utls=`) map to profiles through ``named(_:)`` (docs/FINGERPRINTS.md).
+public struct BrowserTLSProfile: Sendable, Hashable, CustomStringConvertible {
+    /// For people and logs ("firefox-esr", "randomized-alpn").
     public let name: String
-    /// IANA codepoints in wire order.
-    let cipherSuites: [UInt16]
-    /// IANA named groups in preference order (supported_groups).
-    let groups: [UInt16]
-    /// Key shares beyond the first group's (key_share), in the groups' order.
-    let additionalKeyShares: UInt32
-    /// IANA signature schemes in wire order (signature_algorithms).
-    let signatureSchemes: [UInt16]
-    let sessionTickets: Bool
-    let ocspStapling: Bool
-    let signedCertificateTimestamps: Bool
-    let extendedMasterSecret: Bool
-    let delegatedCredentials: Bool
-    /// record_size_limit's value; nil sends none.
-    let recordSizeLimit: UInt16?
-    /// TLS 1.3 middlebox compatibility: a legacy session id and ChangeCipherSpec.
-    let compatibilityMode: Bool
-    /// A GREASE encrypted_client_hello extension (draft-ietf-tls-esni), as browsers send when the
-    /// server has no ECH configuration.
-    let echGrease: Bool
+    let recipe: Recipe
+
+    enum Recipe: Sendable, Hashable {
+        /// The same hello every time; ALPN is the connection's list.
+        case parrot(ClientHelloShape)
+        /// A fresh draw per connection (HelloRandomization).
+        case randomized(HelloRandomization.ALPNChoice)
+    }
+
+    public var description: String { name }
+
+    /// True when every connection draws its own hello.
+    public var isRandomized: Bool {
+        if case .randomized = recipe { return true }
+        return false
+    }
+
+    /// The concrete hello for one connection that can speak `applicationProtocols`.
+    func resolve<G: RandomNumberGenerator>(applicationProtocols: [String], using generator: inout G) -> ClientHelloShape {
+        switch recipe {
+        case .parrot(var shape):
+            shape.applicationProtocols = applicationProtocols
+            return shape
+        case .randomized(let alpn):
+            return HelloRandomization.draw(alpn: alpn, applicationProtocols: applicationProtocols, using: &generator)
+        }
+    }
 
     /// Firefox ESR 153's ClientHello as NSS 3.87 can send it (docs/TLS-LIBRARY-CHOICE.md, the
     /// recipe measured against docs/FINGERPRINTS.md), with two differences NSS 3.87 cannot close:
@@ -36,9 +48,10 @@ public struct BrowserTLSProfile: Sendable, Hashable {
     ///
     /// Expected JA4 with ALPN h2,http/1.1: `t13d1616h2_86a278354501_0c27189014cf` with SNI and
     /// `t13i1615h2_86a278354501_0c27189014cf` without (Firefox's: `t13d1617h2_…_3cbfd9057e0d`,
-    /// `t13i1616h2_…_3cbfd9057e0d`); the cipher part is Firefox's.
-    public static let firefoxESR = BrowserTLSProfile(
-        name: "firefox-esr",
+    /// `t13i1616h2_…_3cbfd9057e0d`); the cipher part is Firefox's. Firefox offers
+    /// ``browserApplicationProtocols``; a caller that cannot speak HTTP/2 offers less, and its JA4
+    /// says so (`h1`).
+    public static let firefoxESR = BrowserTLSProfile(name: "firefox-esr", recipe: .parrot(ClientHelloShape(
         cipherSuites: [0x1301, 0x1303, 0x1302, 0xc02b, 0xc02f, 0xcca9, 0xcca8, 0xc02c, 0xc030, 0xc00a, 0xc013, 0xc014,
                        0x009c, 0x009d, 0x002f, 0x0035],
         // x25519, secp256r1, secp384r1, secp521r1, ffdhe2048, ffdhe3072
@@ -52,5 +65,26 @@ public struct BrowserTLSProfile: Sendable, Hashable {
         delegatedCredentials: true,
         recordSizeLimit: 16385,
         compatibilityMode: true,
-        echGrease: true)
+        echGrease: true,
+        pskKeyExchangeModes: true,
+        postHandshakeAuthentication: false,
+        applicationProtocols: [])))
+
+    /// uTLS's HelloRandomized: a new plausible hello per connection, ALPN offered or not by a draw.
+    public static let randomized = BrowserTLSProfile(name: "randomized", recipe: .randomized(.either))
+    /// uTLS's HelloRandomizedALPN: a new plausible hello per connection, always offering ALPN (Tor
+    /// Browser's built-in snowflake lines ask for it).
+    public static let randomizedALPN = BrowserTLSProfile(name: "randomized-alpn", recipe: .randomized(.offered))
+    /// uTLS's HelloRandomizedNoALPN: a new plausible hello per connection without ALPN (lyrebird's
+    /// webtunnel default).
+    public static let randomizedNoALPN = BrowserTLSProfile(name: "randomized-noalpn", recipe: .randomized(.omitted))
+
+    /// The profiles Postern has, by their own names.
+    public static let all: [BrowserTLSProfile] = [.firefoxESR, .randomized, .randomizedALPN, .randomizedNoALPN]
+
+    /// What the browser a parrot copies offers by ALPN, for callers that can speak all of it
+    /// (Firefox: h2, then http/1.1). Empty for randomized profiles, which copy no browser.
+    public var browserApplicationProtocols: [String] {
+        self == .firefoxESR ? ["h2", "http/1.1"] : []
+    }
 }

@@ -60,6 +60,27 @@ public final class BrowserTLSStream: TransportConnection, @unchecked Sendable {
         }
     }
 
+    /// The records a connection with `configuration` would send first (its ClientHello), made by
+    /// NSS into memory: no socket, no peer. A randomized profile draws as it would for a real
+    /// connection, so each call may differ. For showing what a route presents
+    /// (``ClientHelloFingerprint/init(presentedBy:)``).
+    public static func clientHello(for configuration: BrowserTLSConfiguration) throws(TransportError) -> [UInt8] {
+        try configuration.validate()
+        let verifier = ServerCertificateVerifier(name: configuration.bareServerName, nameIsIPAddress: configuration.serverNameIsIPAddress,
+                                                 caFile: configuration.caFile)
+        let socket = try NSSClientSocket(configuration: configuration, verifier: verifier)
+        // With nothing fed, NSS writes its hello and then waits for the server's answer.
+        guard SSL_ForceHandshake(socket.descriptor) != SECSuccess else {
+            throw TransportError(code: .tlsSetupFailed, kind: .internal, message: "NSS finished a handshake without a server")
+        }
+        let error = NSSError.current()
+        let hello = socket.takeOutbound()
+        guard error.isWouldBlock, !hello.isEmpty else {
+            throw TransportError(code: .tlsSetupFailed, kind: .internal, message: "NSS wrote no ClientHello (\(error))")
+        }
+        return hello
+    }
+
     /// Set by the handshake's timer when it closed the connection.
     private final class Expiry: Sendable {
         private let flag = Atomic<Bool>(false)

@@ -25,6 +25,16 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
     public let hasServerName: Bool
     /// The host_name in server_name (SNI): the name a censor reads, the front when fronting.
     public let serverName: String?
+    /// legacy_session_id's length (32 in TLS 1.3 compatibility mode, 0 without).
+    public let sessionIDLength: Int
+    /// legacy_compression_methods (only null, [0], in any client of this decade).
+    public let compressionMethods: [UInt8]
+    /// record_size_limit's value; nil when the extension is absent.
+    public let recordSizeLimit: UInt16?
+    /// compress_certificate's algorithms (1 zlib, 2 brotli, 3 zstd); empty when absent.
+    public let certificateCompressionAlgorithms: [UInt16]
+    /// The ClientHello message's length in bytes, its 4-byte header included.
+    public let length: Int
 
     public struct KeyShare: Sendable, Hashable {
         public let group: UInt16
@@ -52,14 +62,17 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
         }
         var message = ByteReader(handshake)
         guard try message.u8() == 1 else { throw ByteReader.invalid("the first handshake message is not a ClientHello") }
-        var hello = ByteReader(try message.bytes(Int(try message.u24())))
+        let helloBytes = try message.bytes(Int(try message.u24()))
+        length = 4 + helloBytes.count
+        var hello = ByteReader(helloBytes)
         legacyVersion = try hello.u16()
         _ = try hello.bytes(32)
-        _ = try hello.bytes(Int(try hello.u8()))
+        sessionIDLength = try hello.bytes(Int(try hello.u8())).count
         cipherSuites = try hello.u16List(byteCount: Int(try hello.u16()))
-        _ = try hello.bytes(Int(try hello.u8()))
+        compressionMethods = try hello.bytes(Int(try hello.u8()))
         var types: [UInt16] = [], versions: [UInt16] = [], groups: [UInt16] = [], signatures: [UInt16] = []
         var formats: [UInt8] = [], protocols: [String] = [], shares: [KeyShare] = [], name: String?
+        var sizeLimit: UInt16?, compression: [UInt16] = []
         if !hello.isAtEnd {
             var list = ByteReader(try hello.bytes(Int(try hello.u16())))
             while !list.isAtEnd {
@@ -81,6 +94,8 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
                 case 16:
                     var names = ByteReader(try body.bytes(Int(try body.u16())))
                     while !names.isAtEnd { protocols.append(String(decoding: try names.bytes(Int(try names.u8())), as: UTF8.self)) }
+                case 28: sizeLimit = try body.u16()
+                case 27: compression = try body.u16List(byteCount: Int(try body.u8()))
                 case 51:
                     var entries = ByteReader(try body.bytes(Int(try body.u16())))
                     while !entries.isAtEnd {
@@ -100,7 +115,24 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
         keyShares = shares
         hasServerName = types.contains(0)
         serverName = name
+        recordSizeLimit = sizeLimit
+        certificateCompressionAlgorithms = compression
     }
+
+    /// The hello a connection with `configuration` would present, made in memory with no network
+    /// (``BrowserTLSStream/clientHello(for:)``); for a randomized profile, one draw.
+    public init(presentedBy configuration: BrowserTLSConfiguration) throws(TransportError) {
+        try self.init(records: try BrowserTLSStream.clientHello(for: configuration))
+    }
+
+    /// True when any list carries a GREASE value (RFC 8701): suites, extensions, groups, versions,
+    /// signature algorithms or key shares.
+    public var hasGREASE: Bool {
+        (cipherSuites + extensions + groups + supportedVersions + signatureAlgorithms + keyShares.map(\.group)).contains(where: Self.isGREASE)
+    }
+
+    /// JA4's cipher part (its second field), for rules and tests that look at the suites alone.
+    public var ja4CipherHash: String { String(ja4.split(separator: "_")[1]) }
 
     private static func hex4(_ value: UInt16) -> String {
         let digits = String(value, radix: 16)

@@ -11,8 +11,13 @@ final class NSSClientSocket {
     let descriptor: UnsafeMutablePointer<PRFileDesc>
     /// Kept alive as long as the socket: NSS holds a raw pointer to it for the certificate hook.
     private let verifier: ServerCertificateVerifier
+    /// The hello this connection sends: the profile resolved for this socket alone, so a randomized
+    /// profile draws anew per connection.
+    let shape: ClientHelloShape
 
     init(configuration: BrowserTLSConfiguration, verifier: ServerCertificateVerifier) throws(TransportError) {
+        var generator = SystemRandomNumberGenerator()
+        shape = configuration.profile.resolve(applicationProtocols: configuration.applicationProtocols, using: &generator)
         if let failure = postern_nss_initialize() {
             throw TransportError(code: .tlsSetupFailed, kind: .internal, message: String(cString: failure))
         }
@@ -41,10 +46,10 @@ final class NSSClientSocket {
         try check(SSL_OptionSet(descriptor, option, value), step)
     }
 
-    /// The profile's recipe (docs/TLS-LIBRARY-CHOICE.md, "Shaping recipe"), then ALPN, the
+    /// The resolved hello (docs/TLS-LIBRARY-CHOICE.md, "Shaping recipe"), its ALPN, then the
     /// name and the certificate hook.
     private func apply(_ configuration: BrowserTLSConfiguration) throws(TransportError) {
-        let profile = configuration.profile
+        let profile = shape
         var versions = SSLVersionRange(min: UInt16(SSL_LIBRARY_VERSION_TLS_1_2), max: UInt16(SSL_LIBRARY_VERSION_TLS_1_3))
         try check(SSL_VersionRangeSet(descriptor, &versions), "TLS versions")
 
@@ -68,11 +73,16 @@ final class NSSClientSocket {
                   "signature schemes")
 
         // No resumption: a resumed session would link this connection to an earlier one and
-        // change the hello. The session cache stays on, because with SSL_NO_CACHE NSS leaves
-        // psk_key_exchange_modes out of the hello (measured: JA4 t13d1615 instead of Firefox's
-        // count); a peer ID of its own makes every lookup miss, and deinit drops the entry.
-        let peerID = (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
-        try check(SSL_SetSockPeerID(descriptor, "postern-\(peerID)"), "session cache key")
+        // change the hello. The session cache stays on when the hello carries
+        // psk_key_exchange_modes, because with SSL_NO_CACHE NSS leaves that extension out
+        // (measured: JA4 t13d1615 instead of Firefox's count); a peer ID of its own makes every
+        // lookup miss, and deinit drops the entry. A hello without it switches the cache off.
+        if profile.pskKeyExchangeModes {
+            let peerID = (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
+            try check(SSL_SetSockPeerID(descriptor, "postern-\(peerID)"), "session cache key")
+        } else {
+            try option(SSL_NO_CACHE, PR_TRUE, "session cache")
+        }
         try option(SSL_ENABLE_SESSION_TICKETS, profile.sessionTickets ? PR_TRUE : PR_FALSE, "session tickets")
         try option(SSL_ENABLE_OCSP_STAPLING, profile.ocspStapling ? PR_TRUE : PR_FALSE, "OCSP stapling")
         try option(SSL_ENABLE_SIGNED_CERT_TIMESTAMPS, profile.signedCertificateTimestamps ? PR_TRUE : PR_FALSE, "SCT")
@@ -83,9 +93,10 @@ final class NSSClientSocket {
             try option(SSL_RECORD_SIZE_LIMIT, Int32(limit), "record size limit")
         }
         try option(SSL_ENABLE_TLS13_COMPAT_MODE, profile.compatibilityMode ? PR_TRUE : PR_FALSE, "compatibility mode")
+        try option(SSL_ENABLE_POST_HANDSHAKE_AUTH, profile.postHandshakeAuthentication ? PR_TRUE : PR_FALSE, "post-handshake authentication")
         try check(postern_nss_enable_ech_grease(descriptor, profile.echGrease ? PR_TRUE : PR_FALSE), "ECH GREASE")
 
-        let protocols = try configuration.nssApplicationProtocols()
+        let protocols = try BrowserTLSConfiguration.nssApplicationProtocols(profile.applicationProtocols)
         try option(SSL_ENABLE_ALPN, protocols.isEmpty ? PR_FALSE : PR_TRUE, "ALPN")
         if !protocols.isEmpty {
             try check(protocols.withUnsafeBufferPointer { SSL_SetNextProtoNego(descriptor, $0.baseAddress, UInt32($0.count)) }, "ALPN")

@@ -16,4 +16,6 @@ extension TransportError.Code {
     public static let tlsHandshakeTooLarge = Self(rawValue: "tls-handshake-too-large")
     /// After the handshake, a record could not be read (bad MAC, bad alert, oversized record).
     public static let tlsRecordRejected = Self(rawValue: "tls-record-rejected")
+    /// A ClientHello name (`utls-imitate=`, `utls=`, `--profile`) that maps to no profile.
+    public static let unknownTLSProfile = Self(rawValue: "unknown-tls-profile")
 }

@@ -14,7 +14,7 @@ extension Command {
         transport, or the built-in ones.
         """,
         options: [.flag("json", "print the choice as JSON")],
-        subcommands: [.transportUse, .transportLimits, .transportPlugin],
+        subcommands: [.transportUse, .transportLimits, .transportPlugin, .transportFingerprint],
         run: { invocation in
             try invocation.requireNoPositionals()
             let setting = TransportSetting(try invocation.bridgeStore().load())
