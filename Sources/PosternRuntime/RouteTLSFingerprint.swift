@@ -78,7 +78,7 @@ public struct RouteTLSFingerprint: Sendable, Hashable, Codable {
         switch line.transport {
         case .snowflake:
             guard let options = try? SnowflakeOptions(arguments: line.arguments) else { return nil }
-            let choice = try BrowserTLSProfile.forSnowflake(utlsImitate: options.utlsImitate)
+            let choice = options.tls
             let connection: String, scheme: String, host: String
             switch options.rendezvous {
             case .http(let endpoint):
@@ -96,8 +96,7 @@ public struct RouteTLSFingerprint: Sendable, Hashable, Codable {
                 }
             }
             guard !host.isEmpty else { return nil }
-            // As the transport does: utls-nosni only together with utls-imitate, as upstream.
-            let sendsName = !(options.utlsImitate != nil && options.utlsNoSNI)
+            let sendsName = options.sendsServerName
             guard scheme == "https" else {
                 return RouteTLSFingerprint(bridge: bridge, transport: line.transport.rawValue, connection: connection,
                                            requestedProfile: choice.requestedName, profile: choice.profile.name,
@@ -105,12 +104,11 @@ public struct RouteTLSFingerprint: Sendable, Hashable, Codable {
                                            sendsServerName: false, applicationProtocols: [], ja3: nil, ja4: nil, plugin: nil)
             }
             return try make(bridge: bridge, transport: line.transport.rawValue, connection: connection, choice: choice, serverName: host,
-                            sendsServerName: sendsName, applicationProtocols: BrowserTLSProfile.snowflakeApplicationProtocols)
+                            sendsServerName: sendsName, applicationProtocols: BrowserTLSConnector.brokerApplicationProtocols)
         case .webtunnel:
             let arguments = TransportArguments(line.arguments.map { TransportArguments.Pair(key: $0.key, value: $0.value) })
             guard let options = try? WebtunnelOptions(arguments: arguments) else { return nil }
-            // The value as written: WebtunnelOptions folds "none" and absent together.
-            let choice = try BrowserTLSProfile.forWebtunnel(utls: line.arguments["utls"])
+            let choice = options.tls
             guard options.scheme == .https else {
                 return RouteTLSFingerprint(bridge: bridge, transport: line.transport.rawValue, connection: "server",
                                            requestedProfile: choice.requestedName, profile: choice.profile.name,
@@ -119,7 +117,7 @@ public struct RouteTLSFingerprint: Sendable, Hashable, Codable {
             }
             return try make(bridge: bridge, transport: line.transport.rawValue, connection: "server", choice: choice,
                             serverName: options.serverName, sendsServerName: true,
-                            applicationProtocols: BrowserTLSProfile.webtunnelApplicationProtocols)
+                            applicationProtocols: WebtunnelTransport.applicationProtocols)
         default:
             return nil
         }

@@ -64,7 +64,8 @@ import Testing
         #expect(snowflake["connection"] as? String == "broker through a front")
         #expect(snowflake["profile"] as? String == "firefox-esr")
         #expect(snowflake["substitution"] is NSNull || snowflake["substitution"] == nil)
-        #expect(snowflake["ja4"] as? String == "t13d1616h1_86a278354501_0c27189014cf")
+        // The broker offers Firefox's h2,http/1.1 (it speaks HTTP/2 when the server picks it).
+        #expect(snowflake["ja4"] as? String == "t13d1616h2_86a278354501_0c27189014cf")
         #expect(Self.isJA4(snowflake["ja4"]) && (snowflake["ja3"] as? String)?.count == 32)
 
         let amp = try #require(byProfile["hellorandomizednoalpn"]?.first)
@@ -75,7 +76,7 @@ import Testing
         // The built-in snowflake lines ask for hellorandomizedalpn, as Tor Browser's do.
         let builtins = all.filter { (($0["bridge"] as? String) ?? "").hasPrefix("builtin-snowflake-") }
         #expect(!builtins.isEmpty)
-        #expect(builtins.allSatisfy { $0["profile"] as? String == "randomized-alpn" && ($0["applicationProtocols"] as? [String]) == ["http/1.1"] })
+        #expect(builtins.allSatisfy { $0["profile"] as? String == "randomized-alpn" && ($0["applicationProtocols"] as? [String]) == ["h2", "http/1.1"] })
 
         let text = try await sandbox.run("transport", "fingerprint")
         #expect(text.status == 0, "\(text.stderr)")

@@ -1,4 +1,5 @@
 import Foundation
+import PosternTestSupport
 import PosternLinkSpec
 import Testing
 import TransportBase

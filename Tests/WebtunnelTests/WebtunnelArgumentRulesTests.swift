@@ -1,6 +1,7 @@
 import PosternLinkSpec
 import Testing
 import TransportBase
+import TransportTLS
 @testable import WebtunnelTransport
 
 /// One implementation of webtunnel's argument rules: what a bridge line is refused for, tor's SOCKS
@@ -39,6 +40,6 @@ struct WebtunnelArgumentRulesTests {
     @Test func anAcceptedLineGivesTheOptionsItsArgumentsGiveAtDialTime() throws {
         let line = try BridgeLine(validating: "webtunnel tunnel.example.org:443 url=https://example.org/wt?x=1 servername=front.example utls=", rules: rules)
         let options = try WebtunnelOptions(arguments: TransportArguments(line.arguments.map { .init(key: $0.key, value: $0.value) }))
-        #expect(options.requestTarget == "/wt" && options.serverName == "front.example" && options.utlsFingerprint == "hellorandomizednoalpn")
+        #expect(options.requestTarget == "/wt" && options.serverName == "front.example" && options.tls.profile == .randomizedNoALPN)
     }
 }

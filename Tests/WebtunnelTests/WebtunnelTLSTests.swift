@@ -23,9 +23,10 @@ import TransportTestSupport
         WebtunnelTransport(handshakeTimeout: handshake, caFile: caFile, resolver: { _, _, _ throws(TransportError) in [endpoint] })
     }
 
-    private func options(_ url: String, serverName: String? = nil) throws -> WebtunnelOptions {
+    private func options(_ url: String, serverName: String? = nil, utls: String? = "hellofirefox_auto") throws -> WebtunnelOptions {
         var arguments = [TransportArguments.Pair(key: "url", value: url)]
         if let serverName { arguments.append(TransportArguments.Pair(key: "servername", value: serverName)) }
+        if let utls { arguments.append(TransportArguments.Pair(key: "utls", value: utls)) }
         return try WebtunnelOptions(arguments: TransportArguments(arguments))
     }
 
@@ -45,6 +46,25 @@ import TransportTestSupport
         #expect(hello.serverName == "front.example")
         // Firefox ESR's cipher suites, not OpenSSL's 31.
         #expect(hello.cipherSuites.count == 16 && hello.cipherSuites.first == 0x1301)
+    }
+
+    /// Without utls= the hello is lyrebird 0.7's default, a randomized one without ALPN: a new
+    /// plausible hello per dial, never OpenSSL's.
+    @Test func withoutUTLSEachDialSendsADifferentRandomizedHelloWithoutALPN() async throws {
+        var ja3s: Set<String> = []
+        for _ in 0..<4 {
+            let capture = try ClientHelloCapture()
+            defer { capture.close() }
+            let dial = try options("https://bridge.example/s3cr3t", serverName: "front.example", utls: nil)
+            _ = try? await transport(to: capture.endpoint).dial(synthetic, configuration: dial, context: DialContext())
+            let hello = try ClientHelloFingerprint(records: try await capture.hello())
+            #expect(hello.applicationProtocols.isEmpty)
+            #expect(hello.ja4.hasPrefix("t13d") && hello.ja4.dropFirst(8).hasPrefix("00_"), "\(hello.ja4)")
+            #expect(!Self.openSSLDefaultJA4s.contains(hello.ja4) && !hello.ja4.contains(Self.openSSLDefaultCipherHash))
+            #expect(hello.serverName == "front.example")
+            ja3s.insert(hello.ja3)
+        }
+        #expect(ja3s.count >= 3, "4 dials, \(ja3s.count) distinct JA3")
     }
 
     @Test func anIPLiteralURLHostIsNotSentAsSNI() async throws {

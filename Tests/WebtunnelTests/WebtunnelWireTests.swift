@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TransportBase
+import TransportTLS
 @testable import WebtunnelTransport
 
 /// The upgrade request and the 101 answer (UpgradeFraming.swift), and the arguments.
@@ -36,9 +37,12 @@ struct WebtunnelWireTests {
         #expect(plain.scheme == .http && plain.port == 80)
         let v6 = try options(["url": "https://[2001:db8::5]/p"])
         #expect(v6.urlHost == "2001:db8::5" && v6.serverNameIsIPLiteral)
-        #expect(try options(["url": "https://example.org/p", "utls": ""]).utlsFingerprint == "hellorandomizednoalpn")
-        #expect(try options(["url": "https://example.org/p", "utls": "none"]).utlsFingerprint == nil)
-        #expect(try options(["url": "https://example.org/p", "utls": "HelloChrome_Auto"]).utlsFingerprint == "hellochrome_auto")
+        #expect(try options(["url": "https://example.org/p"]).tls.profile == .randomizedNoALPN)
+        #expect(try options(["url": "https://example.org/p", "utls": ""]).tls.profile == .randomizedNoALPN)
+        #expect(try options(["url": "https://example.org/p", "utls": "none"]).tls.profile == .firefoxESR)
+        #expect(try options(["url": "https://example.org/p", "utls": "HelloRandomizedALPN"]).tls.profile == .randomizedALPN)
+        let chrome = try options(["url": "https://example.org/p", "utls": "HelloChrome_Auto"]).tls
+        #expect(chrome.requestedName == "hellochrome_auto" && chrome.profile == .firefoxESR && chrome.substitution != nil)
         #expect(try options(["url": "https://example.org/p", "addr": "1.2.3.4:443", "ver": "anything"]).urlHost == "example.org")
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import PosternLinkSpec
+import TransportTLS
 
 /// The snowflake arguments of a bridge line (equivalently, the per-connection SOCKS arguments),
 /// validated the way the reference client reads them (snowflake v2.x client/snowflake.go and client/torrc).
@@ -25,10 +26,15 @@ public struct SnowflakeOptions: Hashable, Sendable {
     public let maxProxies: Int
     /// 40 hex characters, upper case: the bridge the broker must pick.
     public let fingerprint: String
-    /// `utls-imitate=`, lower-cased; recorded, not applied: the broker connection sends Firefox
-    /// ESR's hello (BrowserTLSConnector) whatever it names.
+    /// `utls-imitate=`, lower-cased, as written.
     public let utlsImitate: String?
     public let utlsNoSNI: Bool
+    /// The ClientHello profile of the broker, front and AMP cache connections: the one
+    /// `utls-imitate=` names (TransportTLS's registry), or Tor Browser's `hellorandomizedalpn` when
+    /// absent, with the reason when it is a substitute.
+    public let tls: BrowserTLSProfile.Choice
+    /// SNI is sent unless `utls-nosni` is set together with `utls-imitate` (as upstream).
+    public var sendsServerName: Bool { !(utlsImitate != nil && utlsNoSNI) }
 
     /// Refuses what this client does not do (SQS rendezvous), checks `arguments` by
     /// `SnowflakeArgumentRules` (the same rules bridge lines are checked with) and builds the
@@ -75,6 +81,11 @@ public struct SnowflakeOptions: Hashable, Sendable {
         fingerprint = arguments["fingerprint"].flatMap { Fingerprint($0) }?.hex ?? ClientPollRequest.defaultFingerprint
         utlsImitate = arguments["utls-imitate"]?.lowercased()
         utlsNoSNI = ["true", "yes"].contains((arguments["utls-nosni"] ?? "").lowercased())
+        do {
+            tls = try BrowserTLSProfile.forSnowflake(utlsImitate: utlsImitate)
+        } catch {
+            throw SnowflakeError(code: .unsupported, kind: .invalidInput, message: "the utls-imitate= argument: \(error.message)")
+        }
     }
 
     /// The STUN servers one rendezvous uses: shuffled, and only the first half (rounded up) when

@@ -77,15 +77,15 @@ public struct SnowflakeTransport: PluggableTransport {
             throw error
         }
         events.emit(TransportEvent(kind: .dialStarted, severity: .debug, transport: name, message: "rendezvous with the broker"))
-        if let imitate = configuration.utlsImitate {
-            // Said on every dial: the user asked for a disguise we do not wear.
+        if let substitution = configuration.tls.substitution, let asked = configuration.tls.requestedName {
+            // Said on every dial: the user asked for a disguise we can only approach.
             events.emit(TransportEvent(kind: .dialStarted, severity: .warning, transport: name,
-                                       message: "utls-imitate=\(imitate) is not applied: the broker connection sends Firefox ESR's TLS ClientHello whatever utls-imitate= says (see docs/SNOWFLAKE.md, uTLS)"))
+                                       message: "utls-imitate=\(asked): \(substitution) (docs/FINGERPRINTS.md)"))
         }
         let local = Self.usesLoopbackBroker(configuration)
         // As upstream, utls-nosni takes effect only together with utls-imitate.
-        let connector = BrowserTLSConnector(caFile: caFile,
-                                            sendsServerName: !(configuration.utlsImitate != nil && configuration.utlsNoSNI))
+        let connector = BrowserTLSConnector(caFile: caFile, sendsServerName: configuration.sendsServerName,
+                                            profile: configuration.tls.profile)
         let dialer = SnowflakeDialer(options: configuration, connector: connector,
                                      localAddresses: local ? ["127.0.0.1"] : [], keepLocalAddresses: local,
                                      proxyPatience: proxyPatience)

@@ -95,11 +95,4 @@ extension BrowserTLSProfile {
         guard let name = utls, !name.isEmpty else { return Choice(requestedName: nil, profile: defaultForWebtunnel, substitution: nil) }
         return try choice(forName: name)
     }
-
-    /// What snowflake's broker, front and AMP cache connections can speak, for the profile to offer
-    /// by ALPN: the broker client speaks HTTP/1.1 only (h2 joins once it runs on TransportWire's
-    /// HTTP/2 client).
-    public static let snowflakeApplicationProtocols = ["http/1.1"]
-    /// What webtunnel's connection can speak: its upgrade request is HTTP/1.1.
-    public static let webtunnelApplicationProtocols = ["http/1.1"]
 }

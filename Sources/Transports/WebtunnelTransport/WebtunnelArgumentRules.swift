@@ -1,4 +1,5 @@
 import PosternLinkSpec
+import TransportTLS
 
 /// webtunnel's argument rules (lyrebird v0.5.0's parseArgs in transports/webtunnel):
 /// the one implementation behind both the bridge-line check (PosternLinkSpec's line parser asks for it
@@ -41,13 +42,15 @@ public struct WebtunnelArgumentRules: BridgeArgumentRules {
         } else {
             serverName = parts.host
         }
-        var utlsFingerprint: String?
         if let name = review["utls"] {
             guard BridgeArgumentSyntax.isLyrebirdUTLSName(name, allowEmpty: true) else {
                 throw BridgeArgumentProblem(.badUTLS, key: "utls", "not a uTLS ClientHello name lyrebird knows (for example hellorandomizedalpn, or none)")
             }
-            let lower = name.lowercased()
-            utlsFingerprint = lower == "none" ? nil : lower.isEmpty ? "hellorandomizednoalpn" : lower
+        }
+        // Every lyrebird name maps to a profile (TransportTLS's registry; absent or empty: lyrebird's
+        // default, hellorandomizednoalpn).
+        guard let tls = try? BrowserTLSProfile.forWebtunnel(utls: review["utls"]) else {
+            throw BridgeArgumentProblem(.badUTLS, key: "utls", "not a ClientHello name Postern can send")
         }
         // ver= is what the server advertises; the reference client ignores it, and so do we.
         if review["addr"] != nil {
@@ -55,7 +58,7 @@ public struct WebtunnelArgumentRules: BridgeArgumentRules {
         }
         let target = "/" + (parts.path.hasPrefix("/") ? parts.path.dropFirst() : parts.path)
         return WebtunnelOptions(scheme: parts.scheme, urlHost: parts.host, port: parts.port, requestTarget: String(target),
-                                serverName: serverName, utlsFingerprint: utlsFingerprint)
+                                serverName: serverName, tls: tls)
     }
 
     /// Scheme, host (without IPv6 brackets, as Go's `url.Hostname()`), port and escaped path of a

@@ -1,5 +1,6 @@
 import PosternLinkSpec
 import TransportBase
+import TransportTLS
 
 /// One webtunnel bridge's arguments, validated before any network activity (spec §2, lyrebird
 /// v0.5.0's parseArgs). Errors name the argument and the reason, never its value: the url is the
@@ -20,9 +21,9 @@ public struct WebtunnelOptions: Sendable, Hashable {
     /// `servername=` or the url host: the TLS server name (SNI and certificate check) and the
     /// HTTP `Host` header.
     public let serverName: String
-    /// The uTLS ClientHello asked for (lowercased; `hellorandomizednoalpn` for an empty
-    /// `utls=`), nil for none. Not applied: see `WebtunnelTransport.dial`.
-    public let utlsFingerprint: String?
+    /// The ClientHello profile `utls=` asks for (TransportTLS's registry; absent or empty:
+    /// lyrebird 0.7's default, `hellorandomizednoalpn`), with the reason when it is a substitute.
+    public let tls: BrowserTLSProfile.Choice
 
     /// Checks `arguments` by `WebtunnelArgumentRules`, the same rules bridge lines are checked
     /// with. A repeated key keeps its first value, as lyrebird reads tor's arguments.
@@ -37,13 +38,13 @@ public struct WebtunnelOptions: Sendable, Hashable {
         }
     }
 
-    init(scheme: Scheme, urlHost: String, port: UInt16, requestTarget: String, serverName: String, utlsFingerprint: String?) {
+    init(scheme: Scheme, urlHost: String, port: UInt16, requestTarget: String, serverName: String, tls: BrowserTLSProfile.Choice) {
         self.scheme = scheme
         self.urlHost = urlHost
         self.port = port
         self.requestTarget = requestTarget
         self.serverName = serverName
-        self.utlsFingerprint = utlsFingerprint
+        self.tls = tls
     }
 
     /// True when `host` is an IP literal (no resolution, and an IP check instead of a name check).

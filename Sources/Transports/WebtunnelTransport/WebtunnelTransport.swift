@@ -56,10 +56,10 @@ public struct WebtunnelTransport: PluggableTransport {
                      context: DialContext) async throws -> any TransportConnection {
         let events = context.events
         events.emit(TransportEvent(kind: .dialStarted, severity: .debug, transport: name, message: "resolving the url host and connecting"))
-        if let fingerprint = configuration.utlsFingerprint {
-            // Said on every dial: the user asked for a disguise we do not wear.
+        if let substitution = configuration.tls.substitution, let asked = configuration.tls.requestedName {
+            // Said on every dial: the user asked for a disguise we can only approach.
             events.emit(TransportEvent(kind: .dialStarted, severity: .warning, transport: name,
-                                       message: "utls=\(fingerprint) is not applied: the TLS ClientHello is Firefox ESR's whatever utls= says (see docs/transports.md, webtunnel)"))
+                                       message: "utls=\(asked): \(substitution) (docs/FINGERPRINTS.md)"))
         }
         let started = ContinuousClock.now
         do {
@@ -154,7 +154,7 @@ public struct WebtunnelTransport: PluggableTransport {
     /// first) aborts the socket with webtunnel's timeout.
     func tlsConfiguration(_ options: WebtunnelOptions) -> BrowserTLSConfiguration {
         BrowserTLSConfiguration(serverName: options.serverName, applicationProtocols: Self.applicationProtocols,
-                                profile: .firefoxESR, caFile: caFile, handshakeTimeout: handshakeTimeout)
+                                profile: options.tls.profile, caFile: caFile, handshakeTimeout: handshakeTimeout)
     }
 
     /// TransportTLS's failures under webtunnel's codes, as the TLS stream's were before: a timeout
