@@ -66,7 +66,7 @@ let package = Package(
         .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "CSodium"],
                 path: "Sources/Transports/Obfs4Transport"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
-        .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
+        .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "TransportTLS", "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
                 path: "Sources/Transports/SnowflakeTransport"),
         // The webtunnel client: TLS and an HTTP/1.1 upgrade (TransportWire), then tor's bytes unframed.
         .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportBase", "TransportWire"], path: "Sources/Transports/WebtunnelTransport"),

@@ -36,6 +36,8 @@ struct datagram_layer {
     uint8_t expected_digest[32];
     int expects_digest;
     int peer_verified;
+    CERTCertificate *client_certificate;
+    SECKEYPrivateKey *client_key;
 };
 
 static PRDescIdentity datagram_identity = PR_INVALID_IO_LAYER;
@@ -88,6 +90,8 @@ static void layer_free(struct datagram_layer *l) {
     if (l == NULL) return;
     queue_free(&l->in);
     queue_free(&l->out);
+    if (l->client_certificate != NULL) CERT_DestroyCertificate(l->client_certificate);
+    if (l->client_key != NULL) SECKEY_DestroyPrivateKey(l->client_key);
     free(l);
 }
 
@@ -445,6 +449,33 @@ int postern_nss_datagram_peer_sha256(PRFileDesc *socket, uint8_t digest[32]) {
     int ok = postern_nss_sha256(peer->derCert.data, peer->derCert.len, digest);
     CERT_DestroyCertificate(peer);
     return ok;
+}
+
+static SECStatus client_identity_hook(void *arg, PRFileDesc *fd, CERTDistNames *names, CERTCertificate **certificate,
+                                      SECKEYPrivateKey **key) {
+    (void)fd; (void)names;
+    struct datagram_layer *l = arg;
+    *certificate = CERT_DupCertificate(l->client_certificate);
+    *key = SECKEY_CopyPrivateKey(l->client_key);
+    if (*key == NULL) {
+        CERT_DestroyCertificate(*certificate);
+        *certificate = NULL;
+        PR_SetError(PR_OUT_OF_MEMORY_ERROR, 0);
+        return SECFailure;
+    }
+    return SECSuccess;
+}
+
+SECStatus postern_nss_datagram_client_identity(PRFileDesc *socket, CERTCertificate *certificate, SECKEYPrivateKey *key) {
+    struct datagram_layer *l = layer_of(socket);
+    if (l == NULL || l->client_certificate != NULL || certificate == NULL || key == NULL) {
+        PR_SetError(SEC_ERROR_INVALID_ARGS, 0);
+        return SECFailure;
+    }
+    l->client_key = SECKEY_CopyPrivateKey(key);
+    if (l->client_key == NULL) { PR_SetError(PR_OUT_OF_MEMORY_ERROR, 0); return SECFailure; }
+    l->client_certificate = CERT_DupCertificate(certificate);
+    return SSL_GetClientAuthDataHook(socket, client_identity_hook, l);
 }
 
 SECStatus postern_nss_set_dtls13_version_workaround(PRFileDesc *socket, PRBool enabled) {

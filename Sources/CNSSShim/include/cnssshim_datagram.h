@@ -15,7 +15,7 @@
 
 /// Largest datagram the layer holds, either way: a DTLS record's largest ciphertext
 /// (2^14 + 2048) plus its 13-byte header. A longer datagram fed in is refused.
-#define POSTERN_NSS_DATAGRAM_MAX_BYTES (16384 + 2048 + 13)
+#define POSTERN_NSS_DATAGRAM_MAX_BYTES 18445 /* 16384 + 2048 + 13 */
 /// Datagrams waiting for NSS to read; postern_nss_datagram_feed refuses more. The caller feeds
 /// one and lets NSS read it, so a flood from the peer never queues beyond this.
 #define POSTERN_NSS_DATAGRAM_INBOUND_CAPACITY 64
@@ -57,6 +57,10 @@ SECStatus postern_nss_datagram_expect_peer_sha256(PRFileDesc *socket, const uint
 int postern_nss_datagram_peer_verified(PRFileDesc *socket);
 /// SHA-256 of the peer's certificate into `digest`; 0 when there is none yet.
 int postern_nss_datagram_peer_sha256(PRFileDesc *socket, uint8_t digest[32]);
+
+/// A client's certificate and key for the server's CertificateRequest (both kept, as copies,
+/// until the socket closes).
+SECStatus postern_nss_datagram_client_identity(PRFileDesc *socket, CERTCertificate *certificate, SECKEYPrivateKey *key);
 
 /// The DTLS 1.3 version workaround Firefox turns on for its clients (SSL_SetDtls13VersionWorkaround).
 SECStatus postern_nss_set_dtls13_version_workaround(PRFileDesc *socket, PRBool enabled);
