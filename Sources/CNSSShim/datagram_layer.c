@@ -291,6 +291,12 @@ size_t postern_nss_datagram_outbound_count(PRFileDesc *socket) {
     return l == NULL ? 0 : l->out.count;
 }
 
+size_t postern_nss_datagram_next_count(PRFileDesc *socket) {
+    struct datagram_layer *l = layer_of(socket);
+    struct datagram *front = l == NULL ? NULL : queue_front(&l->out);
+    return front == NULL ? 0 : front->count;
+}
+
 long postern_nss_datagram_take(PRFileDesc *socket, uint8_t *out, size_t capacity) {
     struct datagram_layer *l = layer_of(socket);
     if (l == NULL) return 0;

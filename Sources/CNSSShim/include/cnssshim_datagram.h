@@ -37,6 +37,8 @@ int postern_nss_datagram_feed(PRFileDesc *socket, const uint8_t *bytes, size_t c
 size_t postern_nss_datagram_inbound_count(PRFileDesc *socket);
 /// Datagrams NSS wrote and not yet taken.
 size_t postern_nss_datagram_outbound_count(PRFileDesc *socket);
+/// The length of the oldest datagram NSS wrote; 0 when none waits.
+size_t postern_nss_datagram_next_count(PRFileDesc *socket);
 /// The oldest datagram NSS wrote: its length, copied into `out` and removed when it fits in
 /// `capacity`; 0 when none waits; -1 (and it stays) when `capacity` is too small.
 long postern_nss_datagram_take(PRFileDesc *socket, uint8_t *out, size_t capacity);

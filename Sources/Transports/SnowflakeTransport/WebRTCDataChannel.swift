@@ -285,7 +285,8 @@ public final class WebRTCDataChannel: ByteStream {
         try SnowflakeLibraries.ensureLoaded()
         _ = sctpStack
         let ice = try ICEAgent(stunServer: stunServer, localAddresses: localAddresses)
-        let dtls = try DTLSServer()
+        // The handshake gets the channel's own deadline (counted from ICE's first datagram).
+        let dtls = try DTLSServer(handshakeTimeout: openTimeout)
         let digest = dtls.certificateDigest
         let local = try await ice.gather()
         let offer = DataChannelOffer(iceUsernameFragment: local.usernameFragment, icePassword: local.password,

@@ -132,11 +132,13 @@ final class NSSDatagramSocket {
     /// Every datagram NSS wrote for the peer, oldest first.
     func takeOutbound() -> [[UInt8]] {
         var datagrams: [[UInt8]] = []
-        var buffer = [UInt8](repeating: 0, count: Int(POSTERN_NSS_DATAGRAM_MAX_BYTES))
-        while true {
-            let count = buffer.withUnsafeMutableBufferPointer { postern_nss_datagram_take(descriptor, $0.baseAddress, $0.count) }
-            guard count > 0 else { break }
-            datagrams.append(Array(buffer.prefix(count)))
+        while case let count = postern_nss_datagram_next_count(descriptor), count > 0 {
+            let datagram = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                let taken = postern_nss_datagram_take(descriptor, buffer.baseAddress, count)
+                initialized = taken > 0 ? taken : 0
+            }
+            guard !datagram.isEmpty else { break }
+            datagrams.append(datagram)
         }
         return datagrams
     }
