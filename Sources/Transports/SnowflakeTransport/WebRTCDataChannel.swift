@@ -285,7 +285,7 @@ public final class WebRTCDataChannel: ByteStream {
         try SnowflakeLibraries.ensureLoaded()
         _ = sctpStack
         let ice = try ICEAgent(stunServer: stunServer, localAddresses: localAddresses)
-        // The handshake gets the channel's own deadline (counted from ICE's first datagram).
+        // The handshake gets the channel's own deadline, counted once ICE is connected.
         let dtls = try DTLSServer(handshakeTimeout: openTimeout)
         let digest = dtls.certificateDigest
         let local = try await ice.gather()
