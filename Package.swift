@@ -70,9 +70,9 @@ let package = Package(
         .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "CSodium"],
                 path: "Sources/Transports/Obfs4Transport"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
-        // HTTPS to the broker, its fronts and the AMP cache through TransportTLS; DTLS on OpenSSL (COpenSSL).
+        // HTTPS to the broker, its fronts and the AMP cache, and WebRTC's DTLS, through TransportTLS (NSS).
         .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "TransportTLS",
-                                                           "CNice", "COpenSSL", "CUsrsctp", "CSnowflakeLibraries"],
+                                                           "CNice", "CUsrsctp", "CSnowflakeLibraries"],
                 path: "Sources/Transports/SnowflakeTransport"),
         // The webtunnel client: TLS (TransportTLS) and an HTTP/1.1 upgrade (TransportWire), then tor's bytes unframed.
         .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportBase", "TransportWire", "TransportTLS"],
@@ -83,7 +83,7 @@ let package = Package(
         // libnice (Debian libnice-dev) for snowflake's ICE. Its include paths come from postern-nice.pc
         // rather than libnice's nice.pc, whose -pthread makes SwiftPM warn on every build.
         .systemLibrary(name: "CNice", path: "Sources/CNice", pkgConfig: "postern-nice"),
-        // OpenSSL 3 (Debian libssl-dev) for snowflake's DTLS and TransportTLS's certificate checks
+        // OpenSSL 3 (Debian libssl-dev) for TransportTLS's certificate checks
         // and hello parsing (no TLS client: every TLS connection is TransportTLS's, on NSS).
         .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL"),
         // usrsctp (Debian libusrsctp-dev) for snowflake's SCTP over DTLS.

@@ -37,7 +37,7 @@ import Testing
     }
 }
 
-/// ICE (libnice) + DTLS (OpenSSL, we are the server) against a real pion proxy: the handshake
+/// ICE (libnice) + DTLS (NSS shaped like Firefox's WebRTC, we are the server) against a real pion proxy: the handshake
 /// completes, the proxy's certificate matches the answer's fingerprint, and the first application
 /// data is the proxy's SCTP INIT to port 5000.
 @Suite(.serialized) struct DTLSTestBedTests {
@@ -55,6 +55,7 @@ import Testing
         let response = try await rendezvous.exchangeWaitingForAProxy(ClientPollRequest(offer: offer.sessionDescription, nat: .unknown,
                                                                                        fingerprint: bed.fingerprint))
         let answer = try DataChannelAnswer(sdp: try response.requireAnswer().sdp)
+        try dtls.expectPeerCertificate(sha256: answer.certificateDigest)
         try await agent.connect(usernameFragment: answer.iceUsernameFragment, password: answer.icePassword,
                                 candidates: answer.candidates)
         var applicationData: [UInt8]?

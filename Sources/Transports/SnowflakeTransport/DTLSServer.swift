@@ -1,151 +1,72 @@
-internal import COpenSSL
+import TransportBase
+import TransportTLS
 
-/// The DTLS 1.2 server end of a WebRTC data channel (the proxy answers a=setup:active, so it is
-/// the client), on OpenSSL with memory BIOs: datagrams from ICE go in with `receive`, datagrams for
-/// ICE come out of every call. A fresh self-signed P-256 certificate per instance; its SHA-256
-/// goes into the offer, and the peer's certificate must match the answer's fingerprint.
+/// The DTLS server end of a WebRTC data channel (the proxy answers a=setup:active, so it is the
+/// client): TransportTLS's DTLSServerSocket, NSS shaped like Firefox's WebRTC
+/// (DTLSProfile.firefoxWebRTC; the measured flight is in docs/FINGERPRINTS.md), with snowflake's
+/// errors. Datagrams from ICE go in with `receive`, datagrams for ICE come out of every call. A
+/// fresh identity per instance (ECDSA P-256, Firefox's certificate shape); its SHA-256 goes into
+/// the offer, and the peer's certificate must match the answer's fingerprint, checked inside the
+/// handshake.
 ///
-/// Not thread-safe: one owner drives it. The OpenSSL handles are freed in deinit.
+/// Not thread-safe: one owner drives it.
 public final class DTLSServer {
+    private let socket: DTLSServerSocket
+
     /// SHA-256 of our certificate, for a=fingerprint.
-    public let certificateDigest: [UInt8]
+    public var certificateDigest: [UInt8] { socket.identity.sha256Fingerprint }
 
-    private let key: OpaquePointer
-    private let certificate: OpaquePointer
-    private let context: OpaquePointer
-    private let ssl: OpaquePointer
-    private let incoming: OpaquePointer
-    private let outgoing: OpaquePointer
-    public private(set) var handshakeComplete = false
+    /// Largest datagram it hands to ICE: NSS's first path MTU guess (1500 less the IPv4 and UDP
+    /// headers), up to which it packs a flight's records, as Firefox's flights are cut.
+    public static let mtu = 1472
 
-    /// Largest datagram we hand to ICE (DTLS link MTU).
-    public static let mtu = 1200
-
-    public init() throws(SnowflakeError) {
-        var key: OpaquePointer?
-        var certificate: OpaquePointer?
-        guard postern_dtls_make_identity(&key, &certificate) == 1, let key, let certificate else {
-            throw Self.failure("the DTLS certificate could not be created")
+    public init(profile: DTLSProfile = .firefoxWebRTC, handshakeTimeout: Duration = .seconds(20)) throws(SnowflakeError) {
+        do {
+            socket = try DTLSServerSocket(profile: profile, handshakeTimeout: handshakeTimeout)
+        } catch {
+            throw Self.converted(error)
         }
-        var digest = [UInt8](repeating: 0, count: 32)
-        guard postern_certificate_sha256(certificate, &digest) == 1,
-              let context = postern_dtls_server_context(key, certificate) else {
-            EVP_PKEY_free(key)
-            X509_free(certificate)
-            throw Self.failure("the DTLS context could not be created")
-        }
-        var incoming: OpaquePointer?
-        var outgoing: OpaquePointer?
-        guard let ssl = postern_dtls_connection(context, &incoming, &outgoing, Self.mtu), let incoming, let outgoing else {
-            SSL_CTX_free(context)
-            EVP_PKEY_free(key)
-            X509_free(certificate)
-            throw Self.failure("the DTLS connection could not be created")
-        }
-        self.key = key
-        self.certificate = certificate
-        self.context = context
-        self.ssl = ssl
-        self.incoming = incoming
-        self.outgoing = outgoing
-        certificateDigest = digest
     }
 
-    deinit {
-        SSL_free(ssl)  // frees both BIOs
-        SSL_CTX_free(context)
-        EVP_PKEY_free(key)
-        X509_free(certificate)
+    /// The peer's certificate must hash to the answer's a=fingerprint:sha-256; before `receive`.
+    public func expectPeerCertificate(sha256 digest: [UInt8]) throws(SnowflakeError) {
+        do { try socket.expectPeerCertificate(sha256: digest) } catch { throw Self.converted(error) }
     }
 
-    private static func failure(_ message: String) -> SnowflakeError {
-        ERR_clear_error()
-        return SnowflakeError(code: .connection, kind: .network, message: message)
-    }
+    public var handshakeComplete: Bool { socket.handshakeComplete }
 
     /// One datagram from the peer. Returns datagrams to send back and any application data
     /// (SCTP packets) it carried.
     public func receive(_ datagram: [UInt8]) throws(SnowflakeError) -> (send: [[UInt8]], data: [[UInt8]]) {
-        _ = datagram.withUnsafeBytes { BIO_write(incoming, $0.baseAddress, Int32($0.count)) }
-        var data: [[UInt8]] = []
-        if !handshakeComplete {
-            let result = SSL_do_handshake(ssl)
-            if result == 1 {
-                handshakeComplete = true
-            } else {
-                let error = SSL_get_error(ssl, result)
-                guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE else {
-                    throw Self.failure("the DTLS handshake failed (OpenSSL error \(ERR_peek_last_error()))")
-                }
-            }
-        }
-        if handshakeComplete {
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let n = buffer.withUnsafeMutableBytes { SSL_read(ssl, $0.baseAddress, Int32($0.count)) }
-                if n > 0 {
-                    data.append(Array(buffer.prefix(Int(n))))
-                    continue
-                }
-                let error = SSL_get_error(ssl, n)
-                if error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE { break }
-                if error == SSL_ERROR_ZERO_RETURN {
-                    throw SnowflakeError(code: .closed, kind: .network, message: "the peer closed DTLS")
-                }
-                throw Self.failure("DTLS read failed")
-            }
-        }
-        return (drain(), data)
+        do { return try socket.receive(datagram) } catch { throw Self.converted(error) }
     }
 
     /// Encrypts one application datagram (an SCTP packet).
     public func send(_ data: [UInt8]) throws(SnowflakeError) -> [[UInt8]] {
-        guard handshakeComplete else {
-            throw SnowflakeError(code: .closed, kind: .network, message: "DTLS is not established yet")
-        }
-        let n = data.withUnsafeBytes { SSL_write(ssl, $0.baseAddress, Int32($0.count)) }
-        guard n == Int32(data.count) else { throw Self.failure("DTLS write failed") }
-        return drain()
+        do { return try socket.send(data) } catch { throw Self.converted(error) }
     }
 
-    /// Retransmits a lost flight when OpenSSL's timer has expired; call every ~100 ms during the
-    /// handshake.
-    public func handleTimeout() -> [[UInt8]] {
-        _ = postern_dtls_handle_timeout(ssl)
-        return drain()
+    /// Retransmits a lost flight when NSS's timer has expired; call every ~100 ms during the
+    /// handshake. Throws once the handshake is past its deadline.
+    public func handleTimeout() throws(SnowflakeError) -> [[UInt8]] {
+        do { return try socket.handleTimeout() } catch { throw Self.converted(error) }
     }
 
-    /// SHA-256 of the peer's certificate, once the handshake is complete.
-    public var peerCertificateDigest: [UInt8]? {
-        var digest = [UInt8](repeating: 0, count: 32)
-        return postern_dtls_peer_sha256(ssl, &digest) == 1 ? digest : nil
-    }
+    /// SHA-256 of the peer's certificate, once received.
+    public var peerCertificateDigest: [UInt8]? { socket.peerCertificateSHA256 }
 
-    /// Whatever OpenSSL wrote, as datagrams. A memory BIO does not keep datagram boundaries, so
-    /// the bytes are cut at DTLS record boundaries (13-byte header, length in bytes 11-12) and
-    /// whole records are packed into datagrams of at most `mtu` bytes.
-    private func drain() -> [[UInt8]] {
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16384)
-        while postern_bio_pending(outgoing) > 0 {
-            let n = buffer.withUnsafeMutableBytes { BIO_read(outgoing, $0.baseAddress, Int32($0.count)) }
-            guard n > 0 else { break }
-            bytes += buffer.prefix(Int(n))
+    /// Version, suite and SRTP profile of the completed handshake.
+    public var negotiation: DTLSNegotiation? { socket.negotiation }
+
+    /// TransportTLS's failure as snowflake's: the peer closing is `closed`, an expired handshake
+    /// `timeout`, the rest a connection failure with the same message.
+    static func converted(_ error: TransportError) -> SnowflakeError {
+        switch error.code {
+        case .dtlsClosed: SnowflakeError(code: .closed, kind: .network, message: error.message)
+        case .tlsHandshakeTimedOut: SnowflakeError(code: .timeout, kind: .network, message: error.message)
+        case .dtlsNotEstablished: SnowflakeError(code: .closed, kind: .network, message: error.message)
+        default: SnowflakeError(code: .connection, kind: error.kind == .protocolViolation ? .protocolViolation : .network,
+                                message: error.message)
         }
-        var datagrams: [[UInt8]] = []
-        var current: [UInt8] = []
-        var index = 0
-        while index + 13 <= bytes.count {
-            let length = Int(bytes[index + 11]) << 8 | Int(bytes[index + 12])
-            let end = min(bytes.count, index + 13 + length)
-            if !current.isEmpty && current.count + (end - index) > Self.mtu {
-                datagrams.append(current)
-                current = []
-            }
-            current += bytes[index..<end]
-            index = end
-        }
-        if !current.isEmpty { datagrams.append(current) }
-        return datagrams
     }
 }

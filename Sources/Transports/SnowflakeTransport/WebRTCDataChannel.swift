@@ -5,7 +5,8 @@ import TransportWire
 
 // A WebRTC data channel to a snowflake proxy, assembled from its parts:
 //
-//   ICE (libnice, ICEAgent) → DTLS 1.2, we are the server (OpenSSL, DTLSServer)
+//   ICE (libnice, ICEAgent) → DTLS 1.2 (1.3 with a peer that offers it), we are the server
+//     (NSS shaped like Firefox's WebRTC: DTLSServer over TransportTLS's DTLSServerSocket)
 //   → SCTP on port 5000 (usrsctp in AF_CONN mode; we move its packets through DTLS)
 //   → DCEP (RFC 8832): we open the channel with DATA_CHANNEL_OPEN on stream 1 (odd: the DTLS
 //     server's IDs), reliable and ordered, label "snowflake-<16 hex>", empty protocol; the proxy
@@ -15,7 +16,7 @@ import TransportWire
 // received messages are concatenated (Turbo Tunnel does not care about message boundaries).
 //
 // Hostile input (the proxy ends DTLS, so it controls every byte here): SCTP and DTLS are parsed by
-// usrsctp and OpenSSL; our glue reads only the association-change notification (length checked
+// usrsctp and NSS; our glue reads only the association-change notification (length checked
 // first) and the first byte of a DCEP message. Received data waits for the session up to
 // inboundLimit bytes, then the channel fails with data-channel-flood; an answer with more than
 // answerCandidateLimit candidates is refused; every wait on the proxy (ICE, the association, the
@@ -284,7 +285,8 @@ public final class WebRTCDataChannel: ByteStream {
         try SnowflakeLibraries.ensureLoaded()
         _ = sctpStack
         let ice = try ICEAgent(stunServer: stunServer, localAddresses: localAddresses)
-        let dtls = try DTLSServer()
+        // The handshake gets the channel's own deadline, counted once ICE is connected.
+        let dtls = try DTLSServer(handshakeTimeout: openTimeout)
         let digest = dtls.certificateDigest
         let local = try await ice.gather()
         let offer = DataChannelOffer(iceUsernameFragment: local.usernameFragment, icePassword: local.password,
@@ -299,6 +301,12 @@ public final class WebRTCDataChannel: ByteStream {
         guard answer.setup != "passive" else {
             throw SnowflakeError(code: .unsupported, kind: .protocolViolation, message: "the proxy wants to be the DTLS server")
         }
+        guard answer.fingerprintAlgorithm == "sha-256" else {
+            throw SnowflakeError(code: .connection, kind: .protocolViolation,
+                                 message: "the proxy's answer does not give a sha-256 certificate fingerprint")
+        }
+        // The handshake itself refuses any other certificate (bad_certificate), as a browser does.
+        try dtls.expectPeerCertificate(sha256: answer.certificateDigest)
         let core = Core(ice: ice, dtls: dtls)
         core.endpoint.initialize(to: postern_sctp_endpoint(
             output: { user, packet, length in
@@ -363,8 +371,13 @@ public final class WebRTCDataChannel: ByteStream {
         // DTLS retransmissions while the handshake runs.
         Task.detached {
             while !core.state.withLock({ $0.handshakeComplete || $0.closed }) {
-                let datagrams = core.dtls.withLock { $0.handleTimeout() }
-                for datagram in datagrams { try? core.ice.send(datagram) }
+                do throws(SnowflakeError) {
+                    let datagrams = try core.dtls.withLock { dtls throws(SnowflakeError) in try dtls.handleTimeout() }
+                    for datagram in datagrams { try? core.ice.send(datagram) }
+                } catch {
+                    core.fail(error)
+                    return
+                }
                 try? await Task.sleep(for: .milliseconds(100))
             }
         }
