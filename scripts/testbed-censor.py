@@ -547,7 +547,7 @@ def client_hello(ciphers, extensions, dtls=False):
 
 
 def chrome_hello():
-    """chromium 156's ClientHello with a name (fingerprints.md, group chromium-name: cipher suites
+    """chromium 156's ClientHello with a name (issue #21's captures, group chromium-name: cipher suites
     A, extension order B, groups A, signature algorithms A, ALPN, ECH GREASE 186 B, ALPS h2,
     brotli). Built from those recorded fields: no chromium package on this machine to capture."""
     grease = 0x3A3A
@@ -565,7 +565,7 @@ def chrome_hello():
 
 
 def pion_hello():
-    """pion's DTLS ClientHello as every snowflake proxy sends it (fingerprints.md, DTLS client
+    """pion's DTLS ClientHello as every snowflake proxy sends it (issue #21's captures, DTLS client
     side: cipher suites, extension order, groups, signature algorithms, use_srtp), built from the
     recorded fields (the bed's proxies send the real one)."""
     return client_hello(
@@ -623,7 +623,7 @@ def fingerprint_self_test():
         failures.append("an unknown rule name was accepted")
     except ValueError:
         pass
-    # 1. Captured TLS hellos: each one's JA4 and JA3 as fingerprints.md has them, and the verdict.
+    # 1. Captured TLS hellos: each one's JA4 as issue #21's captures have them, and the verdict.
     cases = [("openssl-3.0.19-s_client-ip.hex", "t13i310900_e8f1e7e78f70_1f22a2ca17c4", "block"),
              ("openssl-3.0.19-s_client-name-alpn.hex", "t13d3111h1_e8f1e7e78f70_1f22a2ca17c4", "block"),
              ("firefox-esr-153.8.0esr-ip.hex", "t13i1616h2_86a278354501_3cbfd9057e0d", "pass"),

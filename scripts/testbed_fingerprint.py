@@ -54,18 +54,18 @@ RULES = [
          lambda fp: fp["ja4"].startswith("t")
          and _ja4_parts(fp["ja4"])[1:] == [OPENSSL_DEFAULT_CIPHERS, OPENSSL_DEFAULT_EXTENSIONS],
          True,
-         "Postern's broker, AMP cache and webtunnel hellos (../shared fingerprints.md: "
+         "Postern's broker, AMP cache and webtunnel hellos (issue #21's captures: "
          "t13i3110h1_, t13d311000_...), and `openssl s_client`'s of OpenSSL 3.0.19"),
     Rule("openssl-dtls-server-flight", "dtls-server-flight",
          lambda signature: signature == OPENSSL_DTLS_SERVER_FLIGHT,
          True,
-         "Postern's snowflake DTLS server flight (fingerprints.md, postern-1/2; JA4S "
+         "Postern's snowflake DTLS server flight (issue #21's captures, postern-1/2; JA4S "
          "dd20400_c02b_6bf46c830e02), the same as `openssl s_server -dtls1_2 -use_srtp -verify`'s"),
     Rule("pion-dtls-client-hello", "dtls-client-hello",
          lambda fp: fp["ja4"].startswith("d")
          and _ja4_parts(fp["ja4"])[1:] == [PION_DTLS_CIPHERS, PION_DTLS_EXTENSIONS],
          False,
-         "pion's DTLS ClientHello (fingerprints.md: every snowflake proxy, dd2i060600_...); "
+         "pion's DTLS ClientHello (issue #21's captures: every snowflake proxy, dd2i060600_...); "
          "the rule Russia applied from 2026-03-30 (net4people/bbs#603)"),
 ]
 
