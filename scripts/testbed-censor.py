@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""The test bed's `fet` censor: the Great Firewall's detector of fully encrypted traffic, with the
+"""The test bed's judges for its `fet` and `fingerprint` censors, and the probes its checks use.
+
+`fet`: the Great Firewall's detector of fully encrypted traffic, with the
 exemption rules Wu et al. published ("How the Great Firewall of China Detects and Blocks Fully
 Encrypted Traffic", USENIX Security 2023, section 4), computed exactly on the real payload.
 
@@ -20,12 +22,16 @@ follow its verdict:
 
   testbed-censor.py fet --device DEV --table T --probability P --block-seconds S [--seed N]
                         --ready FILE
+  testbed-censor.py fingerprint --device DEV --table T --block-seconds S [--rules R,...] --ready FILE
+                                         the fingerprinting censor (scripts/testbed_fingerprint.py
+                                         decides; blocked flows go into the set fp_blocked)
   testbed-censor.py judge HEX...         the verdict of each payload (hex), one line each
   testbed-censor.py probe ADDR PORT HEX  connect, send the payload, report reset / open / blocked
   testbed-censor.py byte-server ADDR PORT SIZE   serve SIZE bytes to every connection (network gid)
   testbed-censor.py byte-probe ADDR PORT IDLE    count bytes until EOF or IDLE seconds of silence
   testbed-censor.py connect-burst ADDR PORT COUNT TIMEOUT   COUNT connects at once, report each
   testbed-censor.py self-test            the rules and the packet code on fixed inputs
+  testbed-censor.py fingerprint-self-test   the fingerprint judge on captured hellos
 
 Only the standard library is used.
 """

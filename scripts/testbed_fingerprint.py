@@ -4,7 +4,7 @@ steers to it (scripts/testbed-censors). No I/O here: scripts/testbed-censor.py r
 from the TUN device, asks a FingerprintJudge what to do with each, and writes back, drops, and
 adds blocked flows to nftables. Standard library only; imported from the scripts' own directory.
 
-The blocklist (each entry measured in docs/TESTBED.md's sources, see RULES):
+The blocklist (RULES has each entry's source; docs/TESTBED.md, "The fingerprinting censor"):
   openssl-3.0-default        a TLS ClientHello with OpenSSL 3.0's default cipher list and
                              extension set: JA4 parts b and c e8f1e7e78f70_1f22a2ca17c4, whatever
                              the first part (SNI or not, ALPN or not)
@@ -171,18 +171,15 @@ class TcpStart:
 
 
 class DtlsFlow:
-    """Both directions of a UDP flow's plaintext DTLS handshake, by sender."""
+    """Both directions of a UDP flow's plaintext DTLS handshake, by sender (the flow's key is its
+    two endpoints, so there are at most two)."""
 
     def __init__(self):
         self.messages = {}  # (address, port) -> DtlsMessages
         self.hello_judged = set()
 
     def of(self, sender):
-        if sender not in self.messages:
-            if len(self.messages) >= 2:
-                raise Malformed("a third sender on a two-party flow")
-            self.messages[sender] = DtlsMessages()
-        return self.messages[sender]
+        return self.messages.setdefault(sender, DtlsMessages())
 
 
 class Verdict:
