@@ -164,6 +164,7 @@ check "README's module graph matches Package.swift" python3 scripts/module-graph
 check "the embedding API matches docs/api/" python3 scripts/api-listing.py --check
 check "test bed link model self-test" python3 scripts/testbed-link.py self-test
 check "test bed fet censor rules self-test" python3 scripts/testbed-censor.py self-test
+check "test bed fingerprint censor self-test" python3 scripts/testbed-censor.py fingerprint-self-test
 check "no bridge secrets in outputs or files" python3 scripts/check-leaks.py --env "$tb_dir/env" "$run_dir/logs" "$run_dir/tmp" "$run_dir/kept"
 
 echo
