@@ -1,5 +1,5 @@
 import Foundation
-import PosternCore
+import PosternTor
 import PosternSystem
 
 /// A relay with coordinates, from the geo relay directory.

@@ -1,6 +1,6 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import PosternTor
 
 /// How one outbound connection leaves the machine.
 public enum NetworkRoute: Sendable, Hashable, CustomStringConvertible {

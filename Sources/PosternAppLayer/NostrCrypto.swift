@@ -2,7 +2,7 @@ import PosternCrypto
 internal import CSecp256k1
 internal import CSodium
 import Foundation
-import PosternCore
+import PosternTor
 
 /// The secp256k1 context: one owner, destroyed in deinit. Randomized once against side channels.
 final class Secp256k1Context: @unchecked Sendable {

@@ -1,7 +1,7 @@
 import PosternSystem
 import PosternCrypto
 import Foundation
-import PosternCore
+import PosternTor
 
 /// A NIP-01 event. `sig` is empty for an unsigned rumor (NIP-59).
 public struct NostrEvent: Sendable, Hashable {

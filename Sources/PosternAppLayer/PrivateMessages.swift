@@ -1,5 +1,5 @@
 import Foundation
-import PosternCore
+import PosternTor
 
 /// A Nostr secret key kept in a file: 64 hex digits and a newline, created 0600 atomically
 /// (temporary file, fsync, rename) when missing, in a 0700 directory.

@@ -1,6 +1,6 @@
 internal import CCurl
 import Foundation
-import PosternCore
+import PosternTor
 
 /// A completed HTTP response (bodies are small here: relay lists, not downloads).
 public struct HTTPResponse: Sendable, Hashable {

@@ -1,6 +1,6 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import PosternTor
 import PosternRuntime
 
 /// The app layer on a session: app traffic goes through the session's SOCKS port and waits for

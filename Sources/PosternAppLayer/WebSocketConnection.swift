@@ -1,7 +1,7 @@
 internal import CCurl
 import PosternSystem
 import Foundation
-import PosternCore
+import PosternTor
 import TransportWire
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import BridgeConfig
+import ConnectionAssist
 import Foundation
 import PosternLinkSpec
 import Synchronization

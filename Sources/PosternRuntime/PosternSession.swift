@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 import Synchronization
 import TransportBase
 
@@ -194,8 +195,10 @@ public final class PosternSession: Sendable {
         let tor = tor
         let emit: @Sendable (SessionEvent) -> Void = { event in shared.emit(event) }
         emitBox.withLock { $0 = emit }
-        assist = AssistRunner(manager: tor, settings: source, strategy: options.assistStrategy, probes: probes,
-                              eventLog: eventLog, emit: emit) { snapshot in
+        let settingsSource = source
+        assist = AssistRunner(tor: tor, stateDirectory: source.stateDirectory, strategy: options.assistStrategy, probes: probes,
+                              routeKeys: RoutePlan.managedKeys, routeOptions: { route in try settingsSource.plan(for: route).options },
+                              notify: { notice in Self.relay(notice, eventLog: eventLog, emit: emit) }) { snapshot in
             shared.state.withLock {
                 $0.assist = snapshot
                 if let route = snapshot.route { $0.route = route }
@@ -391,6 +394,23 @@ public final class PosternSession: Sendable {
 
     private func emit(_ event: SessionEvent) { shared.emit(event) }
 
+    /// Connection assist's notices as the session's events (and lines of the events file).
+    private static func relay(_ notice: AssistNotice, eventLog: RunEventLog?, emit: @Sendable (SessionEvent) -> Void) {
+        switch notice {
+        case .started(let order, let probing, let lastGoodFirst, let notes):
+            emit(.assistStarted(order: order, probing: probing, lastGoodFirst: lastGoodFirst, notes: notes))
+        case .routesReplaced(let nowTrying, let order, let notes):
+            emit(.settingsApplied(.assistRoutesReplaced(nowTrying: nowTrying, order: order, notes: notes)))
+        case .event(let event):
+            eventLog?.assist(event)
+            emit(.assist(event))
+        case .cannotRememberRoute(let message):
+            emit(.warning(SessionWarning(.cannotRememberRoute, message)))
+        case .cannotUpdateMemory(let message):
+            emit(.warning(SessionWarning(.cannotUpdateAssistMemory, message)))
+        }
+    }
+
     /// Settings changed meanwhile reach the running tor by SETCONF.
     private func watchSettings() async {
         var lastStamp = source.stamp()
@@ -416,7 +436,7 @@ public final class PosternSession: Sendable {
                     await assist.start(plan)
                 case (_, .fixed(let newPlan)):
                     if case .assist = mode { await assist.stop() }
-                    try await tor.reconfigure(newPlan.options, resetting: AssistRunner.managedKeys)
+                    try await tor.reconfigure(newPlan.options, resetting: RoutePlan.liveKeys)
                     shared.state.withLock {
                         $0.route = newPlan.route
                         $0.assist = nil
@@ -434,11 +454,4 @@ public final class PosternSession: Sendable {
 extension PosternSession: TorReadinessSource {
     public func torIsReady() async -> Bool { await tor.currentStatus.isReady }
     public func waitUntilTorReady(timeout: Duration) async -> Bool { await awaitReady(timeout: timeout) }
-}
-
-extension TransportError {
-    /// What a dial bounded by TransportWire's `withDeadline(_:timedOut:operation:)` fails with.
-    static func noAnswer(within limit: Duration) -> TransportError {
-        TransportError(code: .timedOut, kind: .timeout, message: "no answer within \(limit.seconds.formatted()) s")
-    }
 }

@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 import PosternLinkSpec
 
 /// Which way to tor a run takes, rendered as tor options: direct, or bridges of one transport (or
@@ -18,6 +19,9 @@ public struct RoutePlan: Equatable, Sendable {
 
     /// The option keys a plan may set, reset when a new plan replaces an old one on a live tor.
     public static let managedKeys = ["UseBridges", "Bridge", "ClientTransportPlugin"]
+
+    /// The keys a route sets or resets on a live tor: a plan's, and connection assist's network switch.
+    static var liveKeys: [String] { managedKeys + [AssistRunner.networkSwitch] }
 
     /// - Parameters:
     ///   - overrideBridges: `--bridge` lines for this run, which replace the stored selection.

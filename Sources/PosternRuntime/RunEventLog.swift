@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
-import PosternCore
+import ConnectionAssist
+import PosternTor
 import TransportBase
 
 /// A session's events file (`postern run --events-json FILE`): a machine-readable account of one run, one JSON object a line,

@@ -1,5 +1,6 @@
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 
 /// What a running session publishes for `postern status`, `postern nostr` (which attaches to its
 /// SOCKS port) and trial runners: a JSON

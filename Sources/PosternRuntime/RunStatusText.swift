@@ -1,5 +1,6 @@
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 
 extension RunStatusRecord {
     /// The record as one line of JSON (keys sorted, dates ISO 8601), as the status file holds it.

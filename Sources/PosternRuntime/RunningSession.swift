@@ -1,5 +1,5 @@
 import Foundation
-import PosternCore
+import PosternTor
 import PosternSystem
 
 /// A session another process runs (a `postern run`), found through the status file it publishes:

@@ -1,5 +1,6 @@
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 import PosternSystem
 
 // The text forms of a session's events: the lines `postern run` shows, for an app to show or log

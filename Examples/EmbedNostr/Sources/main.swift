@@ -8,7 +8,7 @@
 import BridgeConfig
 import Foundation
 import PosternAppLayer
-import PosternCore
+import PosternTor
 import PosternLinkSpec
 import PosternRuntime
 

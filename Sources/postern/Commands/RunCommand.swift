@@ -1,6 +1,7 @@
 import Foundation
 import PosternSystem
-import PosternCore
+import ConnectionAssist
+import PosternTor
 import PosternRuntime
 
 extension Command {

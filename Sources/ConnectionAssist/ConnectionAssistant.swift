@@ -1,4 +1,5 @@
 import Foundation
+import PosternTor
 
 /// What connection assist is doing, for status files and `--json` output. Holds no bridge data.
 public struct AssistSnapshot: Sendable, Hashable, Codable {
@@ -55,7 +56,7 @@ public struct AssistSnapshot: Sendable, Hashable, Codable {
     public var probes: [Probe]? = nil
 }
 
-/// Drives a `RouteSelector` against a running `TorManager`: feeds it tor's bootstrap reports and
+/// Drives a `RouteSelector` against a running tor (`TorControlling`: `TorManager`, or a stand-in): feeds it tor's bootstrap reports and
 /// clock ticks, and applies each route it picks through `apply` (which reconfigures the running
 /// tor over its control socket). Publishes every decision and a snapshot on `updates()`.
 public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
@@ -70,7 +71,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     public typealias RouteProbe = @Sendable (AssistRoute) async -> ProbeResult
 
     private var selector: RouteSelector
-    private let manager: TorManager
+    private let tor: any TorControlling
     private let clock: C
     private let origin: C.Instant
     private let tickInterval: Duration
@@ -95,12 +96,12 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     /// - Parameters:
     ///   - strategy: `.race` needs `probe`; without one it still leaves routes on failure signals.
     ///   - probeConcurrency: probes running at once (each bounded in time by the probe itself).
-    public init(routes: [AssistRoute], manager: TorManager, clock: C, backoff: RouteSelector.Backoff = .standard,
+    public init(routes: [AssistRoute], tor: any TorControlling, clock: C, backoff: RouteSelector.Backoff = .standard,
                 tickInterval: Duration = .milliseconds(250), strategy: AssistStrategy = .sequential,
                 judge: FailureJudge = FailureJudge(), probe: RouteProbe? = nil, probeConcurrency: Int = 3,
                 apply: @escaping Apply) {
         selector = RouteSelector(routes: routes, backoff: backoff, strategy: strategy, judge: judge)
-        self.manager = manager
+        self.tor = tor
         self.clock = clock
         origin = clock.now
         self.tickInterval = tickInterval
@@ -126,10 +127,10 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     /// Runs until the task is cancelled: applies the first route, then watches bootstrap reports
     /// and the clock. Once connected it keeps watching (settings changes may restart the search).
     public func run() async {
-        let statuses = await manager.statusUpdates()
-        let initial = await manager.currentStatus
+        let statuses = await tor.statusUpdates(everyChange: false)
+        let initial = await tor.currentStatus
         await handle(selector.start(at: now, progress: initial.bootstrapProgress, tag: initial.bootstrapTag))
-        let signals = await manager.connectionSignals()
+        let signals = await tor.connectionSignals()
         let observer = Task { [weak self] in
             for await status in statuses {
                 await self?.observe(status)

@@ -1,3 +1,5 @@
+import PosternTor
+
 /// Why connection assist left a route.
 public struct RouteFailure: Sendable, Hashable, CustomStringConvertible {
     public struct Reason: Hashable, Sendable, CustomStringConvertible {

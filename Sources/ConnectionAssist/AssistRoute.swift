@@ -1,6 +1,7 @@
 import PosternLinkSpec
 import PosternSystem
 import Foundation
+import PosternTor
 
 /// How long connection assist gives one route: a ceiling on the whole attempt and a window in
 /// which bootstrap must make progress.
