@@ -21,27 +21,32 @@ public struct SessionOptions: Sendable {
     /// tor's notice-level log (may name bridges: only with unsafe logging).
     public var noticeLevelLog = false
     /// Appends the session's events as JSON lines here (docs/AB-TRIALS.md).
-    public var eventsFile: String?
+    public var eventsFile: URL?
     /// Publishes the status here, replaced atomically on every change, removed on stop.
     public var statusFile: URL?
     /// How often the settings are checked for changes.
     public var settingsCheckInterval: Duration = .seconds(1)
 
+    /// The defaults, with tor's data directory at `dataDirectory`.
     public init(dataDirectory: URL) { self.dataDirectory = dataDirectory }
 }
 
 /// The state of a session: tor's status, the route it takes and connection assist's view.
 public struct SessionStatus: Sendable {
+    /// The embedded tor's state and bootstrap progress.
     public var tor: TorStatus
-    /// For humans: "direct", "bridges (obfs4)", "connection assist" before assist chose one.
-    public var route: String
+    /// "direct", "bridges (obfs4)", or "connection assist" before assist chose one.
+    public var route: RouteName
+    /// Connection assist's view (the transport `auto`); nil on a fixed route.
     public var assist: AssistSnapshot?
     /// Each new bootstrap milestone with the seconds since the session started.
     public var phases: [RunStatusRecord.PhaseTiming]
+    /// The SOCKS5 listener: the bound one once tor has it (with port auto, the port tor chose).
     public var socks: SocksEndpoint
     /// Seconds since the session started, when this status was taken.
     public var seconds: Double
 
+    /// True once tor bootstrapped to 100% and its SOCKS listener is bound.
     public var isReady: Bool { tor.isReady }
 
     /// The record `postern status` reads.
@@ -55,24 +60,32 @@ public enum SettingsChange: Sendable {
     /// The transport became `auto`: connection assist took over.
     case nowConnectionAssist
     /// The route is now `route` (direct or one transport).
-    case nowFixed(route: String, notes: [String])
+    case nowFixed(route: RouteName, notes: [String])
     /// Connection assist got new routes; `nowTrying` when that moved it to another route.
-    case assistRoutesReplaced(nowTrying: String?, order: [String], notes: [String])
+    case assistRoutesReplaced(nowTrying: RouteName?, order: [RouteName], notes: [String])
 }
 
 /// Something the session could not do that does not stop it.
 public struct SessionWarning: Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong, as a stable name (new codes may be added).
     public struct Code: Hashable, Sendable {
+        /// The code as written in logs and JSON, e.g. "settings-not-applied".
         public let rawValue: String
+        /// The code named `rawValue`.
         public init(_ rawValue: String) { self.rawValue = rawValue }
+        /// The route that reached 100% could not be written to the state directory (it is not tried first next time).
         public static let cannotRememberRoute = Code("cannot-remember-route")
+        /// Connection assist's per-network memory could not be written to the state directory.
         public static let cannotUpdateAssistMemory = Code("cannot-update-assist-memory")
         /// Changed settings could not be applied; the session keeps the previous ones.
         public static let settingsNotApplied = Code("settings-not-applied")
     }
 
+    /// What went wrong.
     public var code: Code
+    /// What went wrong, for people; names no bridge.
     public var message: String
+    /// A warning with `code` and `message`.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
@@ -83,16 +96,26 @@ public struct SessionWarning: Sendable, Hashable, CustomStringConvertible {
 /// What happens in a session, in order. Never carries a bridge address, fingerprint or cert.
 public enum SessionEvent: Sendable {
     /// What changed the status.
-    public enum StatusCause: Sendable { case tor, assist }
+    public enum StatusCause: Sendable {
+        /// tor reported new progress or a new state.
+        case tor
+        /// Connection assist moved (a route tried, left or connected).
+        case assist
+    }
+    /// The status changed.
     case status(SessionStatus, cause: StatusCause)
     /// A fixed route was chosen at the start (direct or one transport), with notes for the user.
-    case fixedRoute(route: String, notes: [String])
-    /// Connection assist starts with these routes in this order.
-    case assistStarted(order: [String], probing: Bool, lastGoodFirst: String?, notes: [String])
+    case fixedRoute(route: RouteName, notes: [String])
+    /// Connection assist starts with these routes in this order; `probing` under the race
+    /// strategy; `lastGoodFirst` names the remembered route moved to the front.
+    case assistStarted(order: [RouteName], probing: Bool, lastGoodFirst: RouteName?, notes: [String])
+    /// One decision of connection assist (a route chosen, probed, tried, left or connected).
     case assist(AssistEvent)
+    /// Changed settings reached the running tor.
     case settingsApplied(SettingsChange)
     /// A transport's warning or error (a dial cut short by a route change is not one).
     case transportProblem(TransportEvent)
+    /// Something the session could not do that does not stop it.
     case warning(SessionWarning)
 }
 
@@ -101,19 +124,24 @@ public enum SessionEvent: Sendable {
 /// file replaced, ``InMemorySettings/update(_:)``, ``reloadSettings()``) reach the running tor by
 /// SETCONF, without a restart.
 ///
-///     let session = PosternSession(settings: .inMemory(settings, stateDirectory: state),
-///                                  transports: try Transports.registry(), options: options)
+///     let session = try PosternSession(settings: .inMemory(settings, stateDirectory: state),
+///                                      transports: try Transports.registry(), options: options)
 ///     try await session.start()
 ///     guard await session.awaitReady(timeout: .seconds(120)) else { ... }
 ///     // connect through session.socks (socks5h), then
 ///     await session.stop()
 ///
-/// tor_api allows one tor per process: one running session per process.
+/// The session owns the external plugin processes of its transports: ``stop()`` stops those and
+/// no other. tor_api allows one tor per process: one running session per process.
 public final class PosternSession: Sendable {
+    /// The SOCKS5 listener as configured (``SessionStatus/socks`` has the bound one).
     public let socks: SocksEndpoint
+    /// How the session's tor runs.
     public let options: SessionOptions
-    /// The embedded tor (GETINFO, status snapshots).
-    public let tor = TorManager()
+    /// The embedded tor: the session's alone (an app asks the session, never restarts tor under it).
+    let tor = TorManager()
+    /// The session's transports, whose plugin processes it stops.
+    private let transports: TransportRegistry
 
     private let source: SettingsSource
     /// What the session follows.
@@ -123,7 +151,7 @@ public final class PosternSession: Sendable {
     private let assist: AssistRunner
 
     fileprivate struct State {
-        var route = ""
+        var route = RouteName("")
         var assist: AssistSnapshot?
         var phases: [RunStatusRecord.PhaseTiming] = []
         /// Set when the session ends: late updates no longer rewrite the (removed) status file.
@@ -169,9 +197,10 @@ public final class PosternSession: Sendable {
     public init(settings: SessionSettings, transports registry: TransportRegistry, options: SessionOptions) throws(SessionError) {
         self.options = options
         socks = options.socks
+        transports = registry
         let shared = Shared(socks: options.socks, statusFile: options.statusFile)
         self.shared = shared
-        let eventLog = try options.eventsFile.map { path throws(SessionError) in try RunEventLog(path: path) }
+        let eventLog = try options.eventsFile.map { file throws(SessionError) in try RunEventLog(file: file) }
         self.eventLog = eventLog
         // Dial failures go to connection assist once it exists; the sink is made first.
         let assistBox = Mutex<AssistRunner?>(nil)
@@ -201,7 +230,7 @@ public final class PosternSession: Sendable {
                               notify: { notice in Self.relay(notice, eventLog: eventLog, emit: emit) }) { snapshot in
             shared.state.withLock {
                 $0.assist = snapshot
-                if let route = snapshot.route { $0.route = route }
+                if let route = snapshot.route { $0.route = RouteName(route) }
             }
             Task {
                 let status = shared.publish(await tor.currentStatus)
@@ -248,6 +277,7 @@ public final class PosternSession: Sendable {
         return stream
     }
 
+    /// The status now.
     public var currentStatus: SessionStatus {
         get async {
             let tor = await tor.currentStatus
@@ -260,6 +290,11 @@ public final class PosternSession: Sendable {
     public func awaitReady(timeout: Duration = .seconds(120)) async -> Bool {
         await tor.awaitReady(timeout: timeout)
     }
+
+    /// tor's answers to GETINFO `keys` (tor's control-spec keys, e.g. "version",
+    /// "net/listeners/socks"), for an app that needs more than ``currentStatus``. Throws while tor
+    /// is not running.
+    public func torInfo(_ keys: [String]) async throws -> [String: String] { try await tor.getInfo(keys) }
 
     /// Checks the settings now rather than at the next interval (what SIGHUP does to `postern run`).
     public func reloadSettings() { shared.state.withLock { $0.reloadRequested = true } }
@@ -320,7 +355,7 @@ public final class PosternSession: Sendable {
         }
         shared.state.withLock {
             $0.mode = mode
-            $0.route = mode.fixedPlan?.route ?? "connection assist"
+            $0.route = mode.fixedPlan?.route ?? .connectionAssist
         }
         if case .fixed(let plan) = mode { emit(.fixedRoute(route: plan.route, notes: plan.notes)) }
         eventLog?.started(route: mode.fixedPlan?.route ?? "auto")
@@ -376,7 +411,7 @@ public final class PosternSession: Sendable {
         await assist.stop()
         await tor.shutdown()
         await transportHost.stopAll()
-        await Transports.stopPlugins()
+        await transports.stopPlugins()
         for task in tasks { task.cancel() }
         eventLog?.stopped()
         close()
@@ -398,9 +433,11 @@ public final class PosternSession: Sendable {
     private static func relay(_ notice: AssistNotice, eventLog: RunEventLog?, emit: @Sendable (SessionEvent) -> Void) {
         switch notice {
         case .started(let order, let probing, let lastGoodFirst, let notes):
-            emit(.assistStarted(order: order, probing: probing, lastGoodFirst: lastGoodFirst, notes: notes))
+            emit(.assistStarted(order: order.map { RouteName($0) }, probing: probing, lastGoodFirst: lastGoodFirst.map { RouteName($0) },
+                                notes: notes))
         case .routesReplaced(let nowTrying, let order, let notes):
-            emit(.settingsApplied(.assistRoutesReplaced(nowTrying: nowTrying, order: order, notes: notes)))
+            emit(.settingsApplied(.assistRoutesReplaced(nowTrying: nowTrying.map { RouteName($0) }, order: order.map { RouteName($0) },
+                                                        notes: notes)))
         case .event(let event):
             eventLog?.assist(event)
             emit(.assist(event))
@@ -452,6 +489,8 @@ public final class PosternSession: Sendable {
 }
 
 extension PosternSession: TorReadinessSource {
+    /// True when tor is ready now (bootstrapped, SOCKS listening).
     public func torIsReady() async -> Bool { await tor.currentStatus.isReady }
+    /// Waits up to `timeout` for tor to be ready (``awaitReady(timeout:)``).
     public func waitUntilTorReady(timeout: Duration) async -> Bool { await awaitReady(timeout: timeout) }
 }
