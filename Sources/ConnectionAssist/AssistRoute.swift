@@ -41,6 +41,9 @@ public struct AssistRoute: Sendable, Hashable {
         return "\(transport.rawValue):\(origin.rawValue)"
     }
 
+    /// The route as people read it (``label`` as a ``RouteName``).
+    public var name: RouteName { RouteName(label) }
+
     /// For people: "direct", "bridges (obfs4, yours)", "bridges (snowflake, built-in)".
     public var label: String {
         guard let transport, let origin else { return "direct" }

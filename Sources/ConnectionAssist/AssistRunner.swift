@@ -67,8 +67,8 @@ package final class AssistRunner: Sendable {
     }
 
     package func start(_ plan: AssistRoutePlan) async {
-        notify(.started(order: plan.routes.map(\.label), probing: strategy == .race,
-                        lastGoodFirst: plan.lastGoodFirst ? plan.routes.first?.label : nil, notes: plan.notes))
+        notify(.started(order: plan.routes.map(\.name), probing: strategy == .race,
+                        lastGoodFirst: plan.lastGoodFirst ? plan.routes.first?.name : nil, notes: plan.notes))
         let tor = tor
         let routeOptions = routeOptions
         let managedKeys = managedKeys

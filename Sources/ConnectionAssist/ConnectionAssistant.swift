@@ -4,7 +4,7 @@ import PosternTor
 /// What connection assist is doing, for status files and `--json` output. Holds no bridge data.
 public struct AssistSnapshot: Sendable, Hashable, Codable {
     public struct Attempt: Sendable, Hashable, Codable {
-        public var route: String
+        public var route: RouteName
         public var routeKey: String
         /// "trying", "moved-on", "connected".
         public var outcome: String
@@ -26,7 +26,7 @@ public struct AssistSnapshot: Sendable, Hashable, Codable {
 
     /// One probe of one route (race strategy).
     public struct Probe: Sendable, Hashable, Codable {
-        public var route: String
+        public var route: RouteName
         public var routeKey: String
         public var cycle: Int
         public var result: ProbeResult
@@ -35,12 +35,12 @@ public struct AssistSnapshot: Sendable, Hashable, Codable {
     /// "idle", "trying", "waiting" (every route failed, backing off) or "connected".
     public var phase: String
     /// The route being tried (or used, once connected): its label.
-    public var route: String?
+    public var route: RouteName?
     public var routeKey: String?
     /// 1-based position of `route` in `order`.
     public var position: Int?
     /// Route labels in the order of this pass.
-    public var order: [String]
+    public var order: [RouteName]
     public var orderKeys: [String]
     public var cycle: Int
     /// Every route of the last pass failed and assist is waiting before the next pass.
@@ -244,7 +244,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
         probesInFlight["\(cycle)|\(key)"] = nil
         guard !Task.isCancelled else { return }
         if let route = selector.routes.first(where: { $0.key == key }) {
-            probeLog.append(.init(route: route.label, routeKey: key, cycle: cycle, result: result))
+            probeLog.append(.init(route: route.name, routeKey: key, cycle: cycle, result: result))
             if probeLog.count > 50 { probeLog.removeFirst(probeLog.count - 50) }
         }
         // A failed probe is repeated a few times in the pass (the network may have just come
@@ -278,11 +278,11 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
             case .probed:
                 break
             case .trying(let route, _, _, let cycle):
-                attempts.append(.init(route: route.label, routeKey: route.key, outcome: "trying", reason: nil, cycle: cycle,
+                attempts.append(.init(route: route.name, routeKey: route.key, outcome: "trying", reason: nil, cycle: cycle,
                                       choice: lastChoice[route.key]?.rawValue))
             case .movedOn(let failure):
                 if failure.skipped {
-                    attempts.append(.init(route: failure.route.label, routeKey: failure.route.key, outcome: "moved-on",
+                    attempts.append(.init(route: failure.route.name, routeKey: failure.route.key, outcome: "moved-on",
                                           reason: failure.description, cycle: selector.cycle, reasonCode: failure.reason.rawValue,
                                           skipped: true))
                 } else if let index = attempts.lastIndex(where: { $0.routeKey == failure.route.key && $0.outcome == "trying" }) {
@@ -318,9 +318,9 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
             retry = max(0, (until - now).secondsValue)
         }
         let route = selector.currentRoute
-        return AssistSnapshot(phase: phase, route: route?.label, routeKey: route?.key,
+        return AssistSnapshot(phase: phase, route: route?.name, routeKey: route?.key,
                               position: selector.currentIndex.map { $0 + 1 },
-                              order: selector.routes.map(\.label), orderKeys: selector.routes.map(\.key),
+                              order: selector.routes.map(\.name), orderKeys: selector.routes.map(\.key),
                               cycle: selector.cycle, allFailed: selector.allFailed, retryInSeconds: retry,
                               lastMove: selector.lastFailure.map { "\($0.route.label): \($0)" }, attempts: attempts,
                               strategy: selector.strategy, probes: probe == nil ? nil : probeLog)

@@ -24,6 +24,7 @@
 @_exported import struct ConnectionAssist.RouteFailure
 @_exported import struct ConnectionAssist.RouteLimits
 @_exported import struct ConnectionAssist.RouteLimitTable
+@_exported import struct ConnectionAssist.RouteName
 @_exported import protocol TransportBase.PluggableTransport
 @_exported import struct TransportBase.TransportEvent
 @_exported import struct TransportBase.TransportRegistry

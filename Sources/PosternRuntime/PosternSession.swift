@@ -116,7 +116,7 @@ public final class PosternSession: Sendable {
                               notify: { notice in Self.relay(notice, eventLog: eventLog, emit: emit) }) { snapshot in
             shared.state.withLock {
                 $0.assist = snapshot
-                if let route = snapshot.route { $0.route = RouteName(route) }
+                if let route = snapshot.route { $0.route = route }
             }
             Task {
                 let status = shared.publish(await tor.currentStatus)
@@ -319,11 +319,9 @@ public final class PosternSession: Sendable {
     private static func relay(_ notice: AssistNotice, eventLog: RunEventLog?, emit: @Sendable (SessionEvent) -> Void) {
         switch notice {
         case .started(let order, let probing, let lastGoodFirst, let notes):
-            emit(.assistStarted(order: order.map { RouteName($0) }, probing: probing, lastGoodFirst: lastGoodFirst.map { RouteName($0) },
-                                notes: notes))
+            emit(.assistStarted(order: order, probing: probing, lastGoodFirst: lastGoodFirst, notes: notes))
         case .routesReplaced(let nowTrying, let order, let notes):
-            emit(.settingsApplied(.assistRoutesReplaced(nowTrying: nowTrying.map { RouteName($0) }, order: order.map { RouteName($0) },
-                                                        notes: notes)))
+            emit(.settingsApplied(.assistRoutesReplaced(nowTrying: nowTrying, order: order, notes: notes)))
         case .event(let event):
             eventLog?.assist(event)
             emit(.assist(event))

@@ -38,7 +38,7 @@ extension AssistSnapshot {
             lines.append("stalled: yes, every route failed; connection assist tries them all again in \(retry) s (tor keeps trying \(route ?? "the last one") meanwhile)")
         default: lines.append("connection assist: \(phase)")
         }
-        lines.append("route order: \(order.joined(separator: ", "))")
+        lines.append("route order: \(order.map(\.rawValue).joined(separator: ", "))")
         if let lastMove { lines.append("last move: \(lastMove)") }
         return lines
     }

@@ -60,7 +60,7 @@ actor FakeTor: TorControlling {
         var events: [AssistEvent] {
             list.withLock { $0.compactMap { if case .event(let event) = $0 { event } else { nil } } }
         }
-        var startedOrder: [String]? {
+        var startedOrder: [RouteName]? {
             list.withLock { $0.lazy.compactMap { if case .started(let order, _, _, _) = $0 { order } else { nil } }.first }
         }
     }
