@@ -11,7 +11,7 @@ let package = Package(
     // Linux only: Glibc, epoll and the in-process tor core; no Apple platform is declared because none
     // is supported.
     products: [
-        .library(name: "PosternCore", targets: ["PosternCore"]),
+        .library(name: "PosternTor", targets: ["PosternTor"]),
         .library(name: "PosternLinkSpec", targets: ["PosternLinkSpec"]),
         .library(name: "BridgeConfig", targets: ["BridgeConfig"]),
         .library(name: "BridgeQR", targets: ["BridgeQR"]),
@@ -96,16 +96,23 @@ let package = Package(
         // A TLS client shaped like a browser's (NSS) over any transport byte stream; certificates verified with OpenSSL.
         .target(name: "TransportTLS", dependencies: ["PosternSystem", "TransportBase", "TransportWire", "CNSS", "CNSSShim", "COpenSSL"],
                 path: "Sources/Transports/TransportTLS"),
-        .target(name: "PosternCore", dependencies: ["PosternSystem", "PosternCrypto", "CTor", "CSodium", "PosternLinkSpec", "TransportBase"],
-                path: "Sources/PosternCore"),
+        // The tor embedding: tor_api (FFI), the control protocol, TorManager, configuration and its
+        // option policy, readiness, status, the in-process PT listeners (TransportHost).
+        .target(name: "PosternTor", dependencies: ["PosternSystem", "PosternCrypto", "CTor", "CSodium", "PosternLinkSpec", "TransportBase"],
+                path: "Sources/PosternTor"),
+        // Connection assist: the route policy (selector, judge, memory, limits), its driver and the
+        // session's runner, the probes; drives tor only through `TorControlling`.
+        .target(name: "ConnectionAssist", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "PosternTor", "TransportBase", "TransportWire",
+                                                         "Obfs4Transport", "SnowflakeTransport"],
+                path: "Sources/ConnectionAssist"),
         // The session an app embeds (settings, transports, connection assist,
         // live SETCONF, status), the bridge health check.
-        .target(name: "PosternRuntime", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternLinkSpec", "BridgeConfig", "TransportBase", "TransportWire", "Obfs4Transport",
+        .target(name: "PosternRuntime", dependencies: ["PosternSystem", "PosternCrypto", "PosternTor", "ConnectionAssist", "PosternLinkSpec", "BridgeConfig", "TransportBase", "TransportWire", "Obfs4Transport",
                                                        "SnowflakeTransport", "WebtunnelTransport", "TransportTLS"],
                 path: "Sources/PosternRuntime"),
         // The app layer on top of the session: HTTP(S) and WebSocket through
         // its SOCKS port (libcurl), Nostr relays and NIP-17, the geo relay directory.
-        .target(name: "PosternAppLayer", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternRuntime", "BridgeConfig", "TransportBase", "TransportWire",
+        .target(name: "PosternAppLayer", dependencies: ["PosternSystem", "PosternCrypto", "PosternTor", "PosternRuntime", "BridgeConfig", "TransportBase", "TransportWire",
                                                         "CCurl", "CSecp256k1", "CSodium"],
                 path: "Sources/PosternAppLayer"),
         // Statistics, box-plot SVG, sparklines and CSV for `postern ab` (pure, unit-tested).
@@ -114,7 +121,7 @@ let package = Package(
         // typed results, the HTML report, OONI measurements and merges (`postern ab` renders them).
         .target(name: "PosternTrials", dependencies: ["PosternSystem", "PosternLinkSpec", "BridgeConfig", "TransportBase", "TransportWire", "TrialAnalysis"], path: "Sources/PosternTrials"),
         .executableTarget(name: "postern",
-                          dependencies: ["PosternSystem", "PosternCore", "PosternLinkSpec", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "BridgeQR",
+                          dependencies: ["PosternSystem", "PosternTor", "ConnectionAssist", "PosternLinkSpec", "BridgeConfig", "TransportBase", "Obfs4Transport", "SnowflakeTransport", "WebtunnelTransport", "BridgeQR",
                                          "TrialAnalysis", "PosternRuntime", "PosternAppLayer", "PosternTrials"],
                           path: "Sources/postern"),
 
@@ -140,7 +147,7 @@ let package = Package(
                                                        "PosternTestSupport"],
                     path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "CoreTests", dependencies: ["PosternSystem", "PosternCrypto", "PosternCore", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "TransportWire", "PosternTestSupport"], path: "Tests/CoreTests",
+        .testTarget(name: "CoreTests", dependencies: ["PosternSystem", "PosternCrypto", "PosternTor", "ConnectionAssist", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "TransportWire", "PosternTestSupport"], path: "Tests/CoreTests",
                     exclude: ["Vectors"]),
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
@@ -150,7 +157,7 @@ let package = Package(
         // Results, report (rendered by rsvg-convert), OONI schema, merge; no network.
         .testTarget(name: "PosternTrialsTests", dependencies: ["PosternTrials", "PosternLinkSpec", "BridgeConfig", "PosternTestSupport"], path: "Tests/PosternTrialsTests",
                     exclude: ["Schemas"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["PosternCore", "PosternRuntime", "PosternAppLayer", "PosternLinkSpec", "BridgeConfig", "TransportBase",
+        .testTarget(name: "IntegrationTests", dependencies: ["PosternTor", "ConnectionAssist", "PosternRuntime", "PosternAppLayer", "PosternLinkSpec", "BridgeConfig", "TransportBase",
                                                              "Obfs4Transport", "PosternTestSupport",
                                                              "TransportTestSupport", "PosternTrials"],
                     path: "Tests/IntegrationTests"),
@@ -163,7 +170,7 @@ let package = Package(
 // `swift build` links them too. `make fuzz` and scripts/fuzz.sh build and run them all.
 let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("BridgeParserFuzzer", ["PosternLinkSpec", "BridgeConfig", "PosternRuntime"]),
-    ("ControlReplyFuzzer", ["PosternCore"]),
+    ("ControlReplyFuzzer", ["PosternTor", "ConnectionAssist"]),
     ("PTSocksFuzzer", ["TransportBase"]),
     ("PluginHandshakeFuzzer", ["TransportBase"]),
     ("Obfs4HandshakeFuzzer", ["Obfs4FuzzHarnesses"]),

@@ -3,7 +3,8 @@
 
   scripts/api-listing.py            rewrites docs/api/<Module>.txt from the debug build
   scripts/api-listing.py --check    fails (exit 1) with a diff when the build's public surface and
-                                    the checked-in listing differ
+                                    the checked-in listing differ, or when a public declaration has
+                                    no doc comment
 
 A change to what an app can call must be deliberate: the listing changes in the same commit, where
 a reviewer sees it. One line per public declaration (its declaration as the compiler prints it,
@@ -118,6 +119,12 @@ def main():
                                                            "recorded", "built", n=0))
             else:
                 print(f"api-listing: {module} matches its listing")
+            missing = [line for line in current.splitlines() if line.endswith("[undocumented]")]
+            if missing:
+                status = 1
+                print(f"api-listing: {len(missing)} public declaration(s) of {module} have no doc comment:")
+                for line in missing:
+                    print("  " + line[:-len("  [undocumented]")])
         else:
             with open(path, "w", encoding="utf-8") as handle:
                 handle.write(current)

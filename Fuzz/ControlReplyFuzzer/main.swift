@@ -9,8 +9,9 @@
 //     to the same words and keywords, and quoted(text) always reads back as text;
 //   - an ORCONN event or a bootstrap warning from any line parses without trapping, within its
 //     caps, and its failure signal, fed to connection assist's selector, never traps.
+import ConnectionAssist
 import FuzzSupport
-import PosternCore
+import PosternTor
 
 func wireLines(_ reply: ControlReply) -> [String] {
     var lines: [String] = []

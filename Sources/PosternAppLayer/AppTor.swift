@@ -1,6 +1,6 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import PosternTor
 import PosternRuntime
 import TransportBase
 
@@ -9,13 +9,17 @@ import TransportBase
 /// session of the app's own on `settings`, or none when their Tor preference is off (then the app
 /// layer goes direct, as the preference says).
 public struct AppTor: Sendable {
+    /// Which tor the app layer uses.
     public enum Source: Sendable {
+        /// A session another process runs (a `postern run`), found through its status file.
         case attached(RunningSession)
         /// Prepared, not started: subscribe to its events, then ``start()``.
         case own(PosternSession)
+        /// None: the Tor preference is off, and the app layer goes direct.
         case preferenceOff
     }
 
+    /// Which tor this is.
     public let source: Source
     /// The app layer's switch for this tor (one per `AppTor`: it holds the activation policy).
     public let activation: NetworkActivationService

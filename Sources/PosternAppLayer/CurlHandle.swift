@@ -1,7 +1,7 @@
 internal import CCurl
 import PosternSystem
 import Foundation
-import PosternCore
+import PosternTor
 
 /// One libcurl easy handle; the only owner, freed in deinit. Every call goes through `check`, which
 /// turns a CURLcode into an ``AppLayerError``. A handle is used by one thread at a time (libcurl's

@@ -1,21 +1,27 @@
 import Foundation
-import PosternCore
+import PosternTor
 import PosternSystem
 
 /// A relay with coordinates, from the geo relay directory.
 public struct GeoRelay: Sendable, Hashable, CustomStringConvertible {
     /// Lowercased ASCII host, with ":port" when the CSV gave one.
     public let host: String
+    /// Degrees north, -90…90.
     public let latitude: Double
+    /// Degrees east, -180…180.
     public let longitude: Double
     /// The relay's WebSocket URL (the CSV's wss/https both mean wss).
     public var url: String { "wss://\(host)" }
     public var description: String { "\(host) (\(latitude), \(longitude))" }
 }
 
+/// A place on Earth, in degrees (WGS 84), to find the relays nearest to it.
 public struct GeoCoordinate: Sendable, Hashable {
+    /// Degrees north, -90…90.
     public let latitude: Double
+    /// Degrees east, -180…180.
     public let longitude: Double
+    /// The place at `latitude`, `longitude` (not checked: ``init(parsing:)`` checks text).
     public init(latitude: Double, longitude: Double) {
         self.latitude = latitude
         self.longitude = longitude
@@ -24,11 +30,15 @@ public struct GeoCoordinate: Sendable, Hashable {
 
 /// What one refresh attempt did.
 public enum GeoRefreshOutcome: Sendable, Hashable {
+    /// Fetched and cached; the directory now holds `relayCount` relays.
     case fetched(relayCount: Int)
     /// The Tor preference is on and Tor is not ready: nothing was sent, the cache stays.
     case skippedTorNotReady
+    /// The last fetch is younger than the refresh interval: nothing was sent.
     case notDue
+    /// A recent attempt failed: nothing is sent before `until`.
     case backingOff(until: Date)
+    /// The fetch failed (the cache stays); the next attempt backs off.
     case failed(AppLayerError)
 }
 
@@ -40,25 +50,38 @@ public enum GeoRefreshOutcome: Sendable, Hashable {
 /// preference on and Tor not ready → skip, keep the cache, never fetch in the clear. A "Tor became
 /// ready" event forces a fetch.
 public actor GeoRelayDirectory {
+    /// Seconds between fetches: 24 h.
     public static let refreshInterval: TimeInterval = 24 * 3600
+    /// Seconds between checks whether a fetch is due: 1 h.
     public static let checkInterval: TimeInterval = 3600
+    /// Seconds before the first retry after a failure: 60, doubling.
     public static let initialBackoff: TimeInterval = 60
+    /// The longest wait between retries: 1 h.
     public static let maximumBackoff: TimeInterval = 3600
+    /// The deadline of one fetch.
     public static let requestTimeout: Duration = .seconds(15)
 
+    /// Where the CSV is fetched from.
     public let sourceURL: URL
+    /// Where the last good CSV is kept.
     public let cacheFile: URL
     private let http: ProxiedHTTPClient
     private let now: @Sendable () -> Date
     private let log: AppLayerLogger?
 
+    /// The relays of the last good fetch (or of the cache).
     public private(set) var relays: [GeoRelay] = []
+    /// When the relays were fetched; nil before any fetch or cache.
     public private(set) var lastSuccessfulFetch: Date?
+    /// Failed attempts since the last good one.
     public private(set) var consecutiveFailures = 0
+    /// When a failed directory tries again; nil when not backing off.
     public private(set) var nextRetry: Date?
     private var loop: Task<Void, Never>?
     private var watcher: Task<Void, Never>?
 
+    /// A directory fetching `sourceURL` through `http`, starting from `cacheFile` when it holds a
+    /// valid CSV; `now` is the clock (tests pass their own).
     public init(sourceURL: URL, cacheFile: URL, http: ProxiedHTTPClient,
                 now: @escaping @Sendable () -> Date = { Date() }, log: AppLayerLogger? = nil) {
         self.sourceURL = sourceURL
@@ -95,6 +118,7 @@ public actor GeoRelayDirectory {
         Self.closest(relays, to: location, count: count)
     }
 
+    /// The `count` relays of `relays` nearest to `location` (great-circle distance), nearest first.
     public static func closest(_ relays: [GeoRelay], to location: GeoCoordinate, count: Int) -> [GeoRelay] {
         let measured = relays.map { (relay: $0, distance: haversineKilometres(location, GeoCoordinate(latitude: $0.latitude, longitude: $0.longitude))) }
         return measured.sorted { a, b in
@@ -168,6 +192,7 @@ public actor GeoRelayDirectory {
         }
     }
 
+    /// Stops the hourly checks and the readiness watch that ``start(torStatus:)`` began.
     public func stop() {
         loop?.cancel()
         watcher?.cancel()
@@ -208,10 +233,14 @@ public actor GeoRelayDirectory {
 /// parsed with failable initialisers (a port outside 1…65535, a non-finite or out-of-range
 /// coordinate rejects the file); errors quote at most 80 characters of a field.
 public enum GeoRelayCSV {
+    /// The largest CSV accepted: 512 KiB.
     public static let maximumBytes = 512 * 1024
+    /// The most rows accepted.
     public static let maximumRows = 5000
     static let acceptedHeaders: [[String]] = [["relay url", "latitude", "longitude"], ["relay url", "lat", "lon"]]
 
+    /// The relays of a CSV (header `Relay URL,Latitude,Longitude` or `...,lat,lon`); throws
+    /// `invalidCSV` or `tooLarge` for a file that breaks a rule, naming the row.
     public static func parse(_ data: Data) throws(AppLayerError) -> [GeoRelay] {
         guard data.count <= maximumBytes else {
             throw reject("the file is \(data.count) bytes, more than the \(maximumBytes) allowed")

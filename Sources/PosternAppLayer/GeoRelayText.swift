@@ -14,8 +14,11 @@ extension GeoCoordinate {
 
 /// A relay of the directory as `postern geo show --json` lists it.
 public struct GeoRelayListing: Encodable, Hashable, Sendable {
+    /// The relay's WebSocket URL.
     public let url: String
+    /// Degrees north.
     public let latitude: Double
+    /// Degrees east.
     public let longitude: Double
 
     /// `relay`'s address and coordinates.
@@ -39,6 +42,7 @@ public struct GeoRefreshReport: Hashable, Sendable {
     public let outcome: GeoRefreshOutcome?
     /// The relays the directory holds afterwards (the cache's when nothing was fetched).
     public let relays: Int
+    /// How long the refresh waited for tor to be ready.
     public let readinessTimeout: Duration
 
     /// A refresh's `outcome` (nil: tor was not ready within `readinessTimeout`, nothing was

@@ -1,6 +1,6 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import PosternTor
 
 /// How one outbound connection leaves the machine.
 public enum NetworkRoute: Sendable, Hashable, CustomStringConvertible {
@@ -28,11 +28,14 @@ public enum NetworkRoute: Sendable, Hashable, CustomStringConvertible {
 public actor NetworkActivationService {
     /// bitchat's constants: one wait is awaitReady's 75 s, a connection gives up after 3 waits.
     public static let defaultReadinessWait: Duration = .seconds(75)
+    /// Waits for readiness a connection makes before it gives up (``AppLayerError/Code/gaveUpWaitingForTor``).
     public static let maximumReadinessWaits = 3
 
     private let store: BridgeStore?
     private let readiness: TorReadinessSource
+    /// The SOCKS5 listener app traffic goes through while Tor is wanted.
     public let socks: SocksEndpoint
+    /// How long one wait for readiness lasts.
     public let readinessWait: Duration
     private var activationPolicyPermits = true
     /// Used when there is no store (tests, embedders that persist elsewhere).
@@ -57,6 +60,8 @@ public actor NetworkActivationService {
         return (try? store.load().torEnabled) ?? true
     }
 
+    /// Turns the Tor preference on or off (persisted in the store when there is one); throws when the
+    /// store cannot be written.
     public func setTorPreference(_ enabled: Bool) throws {
         guard let store else {
             inMemoryPreference = enabled
@@ -67,6 +72,7 @@ public actor NetworkActivationService {
 
     /// The host app's activation policy (e.g. false while backgrounded).
     public var activationPermitted: Bool { activationPolicyPermits }
+    /// Lets the host app allow or forbid running tor now (e.g. false while backgrounded).
     public func setActivationPermitted(_ permitted: Bool) { activationPolicyPermits = permitted }
 
     /// Whether the embedded tor should be running now.
@@ -75,6 +81,7 @@ public actor NetworkActivationService {
     /// Whether the fail-closed guards apply: the preference, not live readiness.
     public var torWanted: Bool { torPreference }
 
+    /// True when the tor behind this service is ready now.
     public func torIsReady() async -> Bool { await readiness.torIsReady() }
 
     /// The route for a connection that must not wait: `.direct` with the preference off, Tor when

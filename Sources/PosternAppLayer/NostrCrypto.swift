@@ -2,7 +2,7 @@ import PosternCrypto
 internal import CSecp256k1
 internal import CSodium
 import Foundation
-import PosternCore
+import PosternTor
 
 /// The secp256k1 context: one owner, destroyed in deinit. Randomized once against side channels.
 final class Secp256k1Context: @unchecked Sendable {
@@ -26,9 +26,12 @@ final class Secp256k1Context: @unchecked Sendable {
 
 /// A Nostr identity: a secp256k1 secret key and its BIP-340 x-only public key.
 public struct NostrKeyPair: Sendable, Hashable {
+    /// The 32-byte secp256k1 secret key (never log it).
     public let secretKey: [UInt8]
+    /// The 32-byte BIP-340 x-only public key.
     public let publicKey: [UInt8]
 
+    /// The pair of a 32-byte secret key; throws `crypto` for a key that is not valid on the curve.
     public init(secretKey: [UInt8]) throws(AppLayerError) {
         guard secretKey.count == 32 else { throw AppLayerError(.crypto, kind: .usage, "a secret key is 32 bytes") }
         let context = Secp256k1Context.shared.pointer
@@ -42,11 +45,13 @@ public struct NostrKeyPair: Sendable, Hashable {
         publicKey = serialized
     }
 
+    /// The pair of a secret key given as 64 hex digits; throws `crypto` otherwise.
     public init(secretKeyHex: String) throws(AppLayerError) {
         guard let bytes = Hex.decode(secretKeyHex) else { throw AppLayerError(.crypto, kind: .usage, "secret key is not hex") }
         try self.init(secretKey: bytes)
     }
 
+    /// A new pair from the system's secure randomness.
     public static func generate() -> NostrKeyPair {
         while true {
             var secret = [UInt8](repeating: 0, count: 32)
@@ -55,6 +60,7 @@ public struct NostrKeyPair: Sendable, Hashable {
         }
     }
 
+    /// The public key as 64 lowercase hex digits (how Nostr writes `pubkey`).
     public var publicKeyHex: String { Hex.encode(publicKey) }
 
     /// BIP-340 signature of a 32-byte message; `auxiliaryRandomness` defaults to fresh random bytes.
@@ -93,8 +99,11 @@ public struct NostrKeyPair: Sendable, Hashable {
 /// HKDF-expand(nonce) → padded plaintext, ChaCha20 (IETF, counter 0), HMAC-SHA256 over nonce ‖
 /// ciphertext. Payload: base64(0x02 ‖ nonce(32) ‖ ciphertext ‖ mac(32)).
 public enum NIP44 {
+    /// The payload version this implements: 2.
     public static let version: UInt8 = 2
 
+    /// The conversation key of our `secretKey` and the peer's x-only `publicKey` (32 bytes each):
+    /// the same from either side. Throws `crypto` for a key off the curve.
     public static func conversationKey(secretKey: [UInt8], publicKey: [UInt8]) throws(AppLayerError) -> [UInt8] {
         guard secretKey.count == 32, publicKey.count == 32 else { throw AppLayerError(.crypto, kind: .usage, "keys are 32 bytes") }
         let context = Secp256k1Context.shared.pointer
@@ -129,6 +138,8 @@ public enum NIP44 {
         return chunk * ((length - 1) / chunk + 1)
     }
 
+    /// `plaintext` (1 to 65535 bytes of UTF-8) as a base64 payload; `nonce` only for test vectors
+    /// (a fresh random one otherwise).
     public static func encrypt(_ plaintext: String, conversationKey: [UInt8], nonce: [UInt8]? = nil) throws(AppLayerError) -> String {
         let nonce = nonce ?? {
             var bytes = [UInt8](repeating: 0, count: 32)
@@ -148,6 +159,7 @@ public enum NIP44 {
         return Data([version] + nonce + ciphertext + mac).base64EncodedString()
     }
 
+    /// The plaintext of a base64 payload; throws `crypto` for a wrong version, MAC, padding or length.
     public static func decrypt(_ payload: String, conversationKey: [UInt8]) throws(AppLayerError) -> String {
         func invalid(_ reason: String) -> AppLayerError { AppLayerError(.crypto, "NIP-44 payload rejected: \(reason)") }
         guard !payload.isEmpty, !payload.hasPrefix("#") else { throw invalid("unknown encryption version") }

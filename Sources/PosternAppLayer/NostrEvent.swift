@@ -1,16 +1,23 @@
 import PosternSystem
 import PosternCrypto
 import Foundation
-import PosternCore
+import PosternTor
 
 /// A NIP-01 event. `sig` is empty for an unsigned rumor (NIP-59).
 public struct NostrEvent: Sendable, Hashable {
+    /// The event's ID: SHA-256 of its NIP-01 serialisation, 64 hex digits.
     public let id: String
+    /// The author's x-only public key, 64 hex digits.
     public let pubkey: String
+    /// Unix time in seconds, as the author gave it.
     public let createdAt: Int
+    /// The NIP-01 kind (1059: gift wrap, 13: seal, 14: a private message's rumor).
     public let kind: Int
+    /// The tags, each a name and values.
     public let tags: [[String]]
+    /// The content (a NIP-44 payload for seals and gift wraps).
     public let content: String
+    /// The BIP-340 signature of `id`, 128 hex digits; empty for a rumor.
     public let sig: String
 
     /// The NIP-01 id preimage: [0, pubkey, created_at, kind, tags, content], no whitespace.
@@ -45,6 +52,7 @@ public struct NostrEvent: Sendable, Hashable {
         return NostrKeyPair.verify(signature: signature, message: message, publicKey: key)
     }
 
+    /// The event as one NIP-01 JSON object.
     public var json: String {
         var fields = ["\"id\":\(NostrJSON.quote(id))", "\"pubkey\":\(NostrJSON.quote(pubkey))", "\"created_at\":\(createdAt)",
                       "\"kind\":\(kind)",
@@ -54,6 +62,7 @@ public struct NostrEvent: Sendable, Hashable {
         return "{" + fields.joined(separator: ",") + "}"
     }
 
+    /// An event of these fields as given (not checked: ``isValid`` checks the ID and signature).
     public init(id: String, pubkey: String, createdAt: Int, kind: Int, tags: [[String]], content: String, sig: String) {
         self.id = id
         self.pubkey = pubkey
@@ -64,6 +73,7 @@ public struct NostrEvent: Sendable, Hashable {
         self.sig = sig
     }
 
+    /// The event of a parsed JSON object; throws `invalidEvent` when a field is missing or of the wrong type.
     public init(jsonObject: Any) throws(AppLayerError) {
         guard let object = jsonObject as? [String: Any],
               let id = object["id"] as? String, let pubkey = object["pubkey"] as? String,
@@ -75,6 +85,7 @@ public struct NostrEvent: Sendable, Hashable {
                   sig: object["sig"] as? String ?? "")
     }
 
+    /// The event of a JSON text; throws `invalidEvent` when it is not an event object.
     public init(json: String) throws(AppLayerError) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) else {
             throw AppLayerError(.invalidEvent, "event is not JSON")
@@ -106,6 +117,8 @@ public enum NIP17 {
         now - Int(SecureRandom.uniform(2 * 24 * 3600))
     }
 
+    /// `message` from `sender` to `recipient` (a 64-hex-digit public key) as a gift wrap to publish;
+    /// throws `invalidEvent` for a bad recipient key.
     public static func giftWrap(message: String, from sender: NostrKeyPair, to recipient: String,
                                 now: Int = Int(Date().timeIntervalSince1970)) throws(AppLayerError) -> NostrEvent {
         guard let recipientKey = Hex.decode(recipient), recipientKey.count == 32 else {

@@ -3,8 +3,11 @@ import PosternSystem
 
 /// The built-in and custom relays as `postern relays list` shows them: as JSON or as ``text``.
 public struct NostrRelayListing: Encodable, Hashable, Sendable {
+    /// The built-in relays' URLs.
     public let builtin: [String]
+    /// The user's custom relays' URLs.
     public let custom: [String]
+    /// The most custom relays the settings keep.
     public let maximumCustom: Int
 
     /// The built-in relays and `configuration`'s custom ones.
@@ -29,6 +32,7 @@ public struct NostrRelayChangeReport: Hashable, Sendable {
     public let verb: String
     /// One line per address given: "added wss://host", "not added: INPUT: reason".
     public private(set) var lines: [String] = []
+    /// Addresses that could not be changed.
     public private(set) var failures = 0
 
     init(verb: String) { self.verb = verb }

@@ -1,25 +1,36 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import PosternTor
 import PosternRuntime
 import PosternSystem
 
 /// What the relays said, as it arrives.
 public enum NostrRelayMessage: Sendable, Hashable {
+    /// An event of a subscription (verified: its ID and signature hold).
     case event(subscription: String, event: NostrEvent, relay: String)
+    /// EOSE: the relay sent every stored event of the subscription; new ones follow live.
     case endOfStoredEvents(subscription: String, relay: String)
+    /// The relay's answer to a published event: accepted or not, and why.
     case ok(eventID: String, accepted: Bool, message: String, relay: String)
+    /// A NOTICE, for people (text from outside).
     case notice(String, relay: String)
+    /// The relay closed a subscription, and why.
     case closed(subscription: String, message: String, relay: String)
 }
 
 /// A relay connection's state, for status surfaces and tests.
 public enum NostrRelayState: Sendable, Hashable {
+    /// Not connected and not trying (before ``NostrRelayManager/connect()``, after ``NostrRelayManager/disconnect()``).
     case idle
+    /// Tor is wanted and not ready: waiting, nothing sent.
     case waitingForTor
+    /// Opening the WebSocket.
     case connecting
+    /// Connected: sends go out at once.
     case connected
+    /// The last attempt failed; the next one is in `seconds`.
     case backingOff(seconds: Double)
+    /// Too many attempts failed in a row: resting before trying again.
     case coolingDown
     /// Tor stayed not ready through every wait: closed, and never tried in the clear.
     case gaveUp(String)
@@ -41,14 +52,23 @@ public enum NostrRelayState: Sendable, Hashable {
 /// most ``maximumSubscriptions`` subscriptions per relay; an inbox (``privateMessages(for:subscription:)``)
 /// remembers the ids of at most ``maximumRememberedEventIDs`` events to drop wraps sent again.
 public actor NostrRelayManager {
+    /// The built-in relays' URLs.
     public static let builtinRelays: [String] = NostrRelayURL.builtin.map(\.rawValue)
+    /// Seconds before the first reconnect, doubling.
     public static let initialBackoff = 1.0
+    /// The longest wait between reconnects, in seconds.
     public static let maximumBackoff = 300.0
+    /// Failed attempts in a row before a relay cools down.
     public static let attemptsBeforeCooldown = 10
+    /// Seconds a relay rests after too many failed attempts.
     public static let cooldown = 600.0
+    /// Subscriptions kept per relay while it is not connected.
     public static let pendingSubscriptionCap = 64
+    /// Seconds a subscription waits for its relay to connect before it is dropped.
     public static let pendingSubscriptionTTL = 600.0
+    /// Parsed messages that wait for the consumer of ``messages``; newer ones are dropped.
     public static let maximumQueuedMessages = 4096
+    /// Open subscriptions per relay.
     public static let maximumSubscriptions = 256
     /// Event ids an inbox remembers (64 hex digits each: about 1 MiB in all), the least recently
     /// seen forgotten first; a wrap sent again after its id was forgotten is yielded again.
@@ -88,6 +108,8 @@ public actor NostrRelayManager {
     /// Everything every relay says. One consumer.
     public nonisolated let messages: AsyncStream<NostrRelayMessage>
 
+    /// A manager of `relays` (WebSocket URLs) whose connections follow `activation`; `log` gets
+    /// what the host should know. Nothing connects before ``connect()``.
     public init(activation: NetworkActivationService, relays: [String], log: AppLayerLogger? = nil) {
         self.activation = activation
         self.log = log
@@ -95,8 +117,11 @@ public actor NostrRelayManager {
         for url in relays { self.relays[url] = Relay(url: url) }
     }
 
+    /// The state of `relay`'s connection; nil for a relay this manager does not hold.
     public func state(of relay: String) -> NostrRelayState? { relays[relay]?.state }
+    /// Messages queued for `relay` until it connects.
     public func queuedCount(for relay: String) -> Int { relays[relay]?.queue.count ?? 0 }
+    /// Subscriptions waiting for `relay` to connect.
     public func pendingSubscriptionCount(for relay: String) -> Int { relays[relay]?.pendingSince.count ?? 0 }
 
     /// Starts a connection task per relay.
@@ -106,6 +131,7 @@ public actor NostrRelayManager {
         }
     }
 
+    /// Closes every connection and stops reconnecting; ``messages`` ends.
     public func disconnect() async {
         for relay in relays.values {
             relay.task?.cancel()
@@ -144,6 +170,7 @@ public actor NostrRelayManager {
         }
     }
 
+    /// Closes the subscription `id` on every relay (CLOSE), and forgets it.
     public func unsubscribe(id: String) {
         for relay in relays.values where relay.subscriptions.removeValue(forKey: id) != nil {
             relay.pendingSince[id] = nil

@@ -1,9 +1,11 @@
 import Foundation
-import PosternCore
+import PosternTor
 
 /// A Nostr secret key kept in a file: 64 hex digits and a newline, created 0600 atomically
 /// (temporary file, fsync, rename) when missing, in a 0700 directory.
 public enum NostrKeyFile {
+    /// The key in `path`, or a new one written there when the file is missing; throws when the file
+    /// holds no valid key or cannot be written.
     public static func loadOrCreate(at path: String) throws(AppLayerError) -> NostrKeyPair {
         if let text = try? String(contentsOfFile: path, encoding: .utf8) {
             do {
@@ -44,7 +46,9 @@ public enum NostrKeyFile {
 public struct PrivateMessage: Sendable, Hashable {
     /// The sender's public key (the seal's signer, checked to be the rumor's author).
     public var sender: String
+    /// The rumor's time (Unix seconds, as the sender gave it).
     public var createdAt: Int
+    /// The message text; it comes from outside: escape it before a terminal shows it.
     public var content: String
 }
 

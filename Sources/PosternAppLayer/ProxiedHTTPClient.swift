@@ -1,10 +1,12 @@
 internal import CCurl
 import Foundation
-import PosternCore
+import PosternTor
 
 /// A completed HTTP response (bodies are small here: relay lists, not downloads).
 public struct HTTPResponse: Sendable, Hashable {
+    /// The HTTP status code.
     public let status: Int
+    /// The body, within the request's byte cap.
     public let body: Data
 }
 
@@ -12,10 +14,12 @@ public struct HTTPResponse: Sendable, Hashable {
 /// tor's SOCKS5 port with remote DNS, or direct when the Tor preference is off. The route comes from
 /// ``NetworkActivationService``; there is no other switch.
 public struct ProxiedHTTPClient: Sendable {
+    /// The switch that says whether requests go through tor (and waits for it) or direct.
     public let activation: NetworkActivationService
     /// Random per client: isolation credentials differ between Postern instances too.
     private let isolationNonce: String
 
+    /// A client whose requests follow `activation`.
     public init(activation: NetworkActivationService) {
         self.activation = activation
         isolationNonce = UUID().uuidString.prefix(8).lowercased()

@@ -1,6 +1,6 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import PosternTor
 import PosternRuntime
 
 /// The app layer on a session: app traffic goes through the session's SOCKS port and waits for
@@ -8,6 +8,7 @@ import PosternRuntime
 /// connection assist). The Tor preference is the session's settings' (a settings directory's
 /// store, or in memory, default on).
 extension NetworkActivationService {
+    /// Through `session`: its SOCKS port, its readiness, and the Tor preference of its settings.
     public init(session: PosternSession, readinessWait: Duration = NetworkActivationService.defaultReadinessWait) {
         let store: BridgeStore? = if case .directory(let store) = session.settings.store { store } else { nil }
         self.init(store: store, readiness: session, socks: session.socks, readinessWait: readinessWait)

@@ -1,7 +1,7 @@
 internal import CCurl
 import PosternSystem
 import Foundation
-import PosternCore
+import PosternTor
 import TransportWire
 #if canImport(Glibc)
 import Glibc
@@ -27,6 +27,7 @@ public typealias WebSocketCloseStatus = TransportWire.WebSocketCloseStatus
 /// ``maximumPongBacklogBytes`` of answers to its pings waiting to go out, the last
 /// ``maximumRememberedPongs`` pongs, and ``maximumOutboxBytes`` of our own frames queued.
 public final class WebSocketConnection: @unchecked Sendable {
+    /// The largest message accepted, 512 KiB; a bigger one closes the connection with 1009.
     public static let maximumInboundMessageBytes = 512 * 1024
     /// Messages received and not yet taken from ``messages``; the reading thread waits beyond this.
     public static let maximumQueuedMessages = 64
@@ -34,6 +35,7 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// never reads cannot make us buffer pongs without end (RFC 6455 §5.5.3 allows answering only
     /// the latest ping).
     public static let maximumPongBacklogBytes = 16 * 1024
+    /// Pongs kept for ``receivedPongs``; older ones are forgotten.
     public static let maximumRememberedPongs = 16
     /// Our own frames waiting for the server to read them; ``send(_:)`` fails beyond this.
     public static let maximumOutboxBytes = 4 * 1024 * 1024
@@ -41,7 +43,9 @@ public final class WebSocketConnection: @unchecked Sendable {
     /// send a ping, which any live server answers.
     public static let defaultIdleTimeout: Duration = .seconds(90)
 
+    /// The ws:// or wss:// URL connected to.
     public let url: URL
+    /// The messages the server sends, in order (one consumer).
     public let messages: WebSocketMessages
     private let continuation: AsyncThrowingStream<WebSocketMessage, Error>.Continuation
     private let queueCredits: DispatchSemaphore
@@ -136,6 +140,8 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     // MARK: Sending (any thread)
 
+    /// Sends `message` as one frame; throws `webSocketClosed` once closed, `tooLarge` when the
+    /// outbox is full.
     public func send(_ message: WebSocketMessage) throws(AppLayerError) {
         try enqueue(WebSocketFrameEncoder.message(message))
     }
@@ -145,6 +151,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         try enqueue(WebSocketFrameEncoder.message(message, fragmentSize: fragmentSize))
     }
 
+    /// Sends a ping with `payload` (at most 125 bytes are sent).
     public func ping(_ payload: [UInt8] = []) throws(AppLayerError) {
         try enqueue(WebSocketFrameEncoder.frame(.ping, payload: payload.prefix(125)))
     }

@@ -1,4 +1,5 @@
 import BridgeConfig
+import ConnectionAssist
 import Foundation
 import PosternLinkSpec
 import Synchronization
@@ -8,12 +9,25 @@ import WebtunnelTransport
 
 /// The outcome of testing one bridge.
 public struct BridgeHealth: Codable, Sendable {
+    /// One step of the test (TCP, TLS, upgrade, handshake, bootstrap) and how it went.
     public struct Step: Codable, Sendable {
-        public enum Result: String, Codable, Sendable { case ok, failed, skipped }
+        /// How a step went: passed, failed, or not run (an earlier step failed, or the transport has none).
+        public enum Result: String, Codable, Sendable {
+            /// The step passed.
+            case ok
+            /// The step failed; ``BridgeHealth/Step/detail`` says how.
+            case failed
+            /// The step was not run (an earlier one failed, or the transport has no such step).
+            case skipped
+        }
+        /// How the step went.
         public var result: Result
+        /// How long the step took; nil when it was not run.
         public var milliseconds: Double?
+        /// What was seen, in words (scrubbed: names no bridge).
         public var detail: String
 
+        /// A step that went `result` in `milliseconds`, with `detail`.
         public init(result: Result, milliseconds: Double? = nil, detail: String) {
             self.result = result
             self.milliseconds = milliseconds
@@ -23,16 +37,21 @@ public struct BridgeHealth: Codable, Sendable {
 
     /// Store ID, or "builtin-<transport>-<n>" for a built-in bridge.
     public var id: String
+    /// The bridge's transport name ("vanilla" for plain bridges).
     public var transport: String
     /// Scrubbed unless --unsafe-logging.
     public var bridge: String
+    /// The TCP connect to the bridge's address (webtunnel: the url's host).
     public var tcp: Step
     /// webtunnel only: the TLS handshake with the web server (certificate and servername checked).
     public var tls: Step?
     /// webtunnel only: the upgrade request on the secret path and the server's answer.
     public var upgrade: Step?
+    /// The transport's own handshake (obfs4: the server's reply verified with the cert).
     public var handshake: Step
+    /// A bootstrap through this bridge alone, when the caller asked for one.
     public var bootstrap: Step?
+    /// True when every step that ran passed.
     public var alive: Bool
     /// Why the bridge is flagged, in words; nil when alive.
     public var reason: String?
@@ -41,10 +60,13 @@ public struct BridgeHealth: Codable, Sendable {
 /// `postern bridges test` as a library: TCP, the transport's handshake (webtunnel: TLS and the
 /// upgrade), and optionally a bootstrap the caller supplies, for many bridges in parallel.
 public struct BridgeHealthCheck: Sendable {
+    /// One bridge to test, with the name the report gives it.
     public struct Candidate: Sendable {
         /// Store ID, or "builtin-<transport>-<n>" for a built-in bridge.
         public var id: String
+        /// The bridge line (never shown unless the policy is unsafe).
         public var line: BridgeLine
+        /// A candidate named `id` for `line`.
         public init(id: String, line: BridgeLine) {
             self.id = id
             self.line = line
@@ -57,8 +79,10 @@ public struct BridgeHealthCheck: Sendable {
     public var timeout: Duration
     /// Bridges tested at once.
     public var parallel: Int
+    /// Whether bridge lines are scrubbed from the results (`.safe`) or shown (`--unsafe-logging`).
     public var policy: LoggingPolicy
 
+    /// A check with `registry`'s transports, `timeout` for each step, `parallel` bridges at once (at least one).
     public init(registry: TransportRegistry, timeout: Duration, parallel: Int = 10, policy: LoggingPolicy = .safe) {
         self.registry = registry
         self.timeout = timeout
@@ -262,6 +286,7 @@ public struct BridgeHealthCheck: Sendable {
         return health
     }
 
+    /// The time since `start` in milliseconds, to a tenth (as the steps report it).
     public static func milliseconds(since start: ContinuousClock.Instant) -> Double {
         ((ContinuousClock.now - start).seconds * 10000).rounded() / 10
     }

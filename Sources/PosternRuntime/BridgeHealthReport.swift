@@ -7,8 +7,11 @@ import PosternSystem
 /// candidates' order with the counts, as JSON (`bridges`, `alive`, `dead`, `seconds`, `scrubbed`)
 /// or as ``text``.
 public struct BridgeHealthReport: Encodable, Sendable {
+    /// Each bridge's result, in the candidates' order.
     public let bridges: [BridgeHealth]
+    /// Bridges whose every step passed.
     public let alive: Int
+    /// Bridges flagged (a step failed).
     public let dead: Int
     /// How long the run took, rounded to milliseconds.
     public let seconds: Double

@@ -4,6 +4,7 @@ import PosternLinkSpec
 /// What `postern bridges test` tests, as a library: the selection of bridges and the ones this
 /// build cannot test.
 extension BridgeHealthCheck {
+    /// Which bridges to test.
     public enum Selection: Sendable, Hashable {
         /// The enabled stored bridges; with `includeDisabled`, every stored one.
         case stored(includeDisabled: Bool)

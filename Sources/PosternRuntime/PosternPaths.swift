@@ -1,14 +1,14 @@
 import Foundation
 
-/// Where Postern keeps its files, as the CLI resolves them: an app that shares the user's settings
-/// with `postern`, or attaches to a running `postern run` (``runStatusFile``), finds them here.
-/// An explicit directory (`--config-dir`) or POSTERN_CONFIG_DIR puts everything, settings and
+/// Where the CLI keeps its files: settings, state, and a running `postern run`'s status file
+/// (``runStatusFile``), also where plugins keep their state when a caller names no place
+/// (`package`: an app names its own directories). An explicit directory (`--config-dir`) or POSTERN_CONFIG_DIR puts everything, settings and
 /// state, under one directory, which keeps tests and parallel trials apart.
-public struct PosternPaths: Sendable {
-    public let configDirectory: URL
-    public let stateDirectory: URL
+package struct PosternPaths: Sendable {
+    package let configDirectory: URL
+    package let stateDirectory: URL
 
-    public init(configDirectoryOverride: String?, environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(configDirectoryOverride: String?, environment: [String: String] = ProcessInfo.processInfo.environment) {
         let home = environment["HOME"] ?? NSHomeDirectory()
         if let explicit = configDirectoryOverride ?? environment["POSTERN_CONFIG_DIR"], !explicit.isEmpty {
             configDirectory = URL(fileURLWithPath: explicit)
@@ -21,7 +21,7 @@ public struct PosternPaths: Sendable {
         }
     }
 
-    public var torDataDirectory: URL { stateDirectory.appendingPathComponent("tor") }
+    package var torDataDirectory: URL { stateDirectory.appendingPathComponent("tor") }
     /// Written by a running `postern run`, read by `postern status`.
-    public var runStatusFile: URL { stateDirectory.appendingPathComponent("run-status.json") }
+    package var runStatusFile: URL { stateDirectory.appendingPathComponent("run-status.json") }
 }

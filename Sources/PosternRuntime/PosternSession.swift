@@ -1,118 +1,33 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 import Synchronization
 import TransportBase
-
-/// How a session's tor runs (what is not a setting of the store).
-public struct SessionOptions: Sendable {
-    /// tor's data directory.
-    public var dataDirectory: URL
-    /// The SOCKS5 listener apps connect to (loopback only).
-    public var socks: SocksEndpoint = .default
-    /// Bootstrap deadline before a stall is reported (a fixed route; connection assist reports
-    /// stalls per route).
-    public var stallTimeout: Duration = .seconds(75)
-    /// Extra tor options (private test networks).
-    public var torOptions: [TorOption] = []
-    /// Connection assist's strategy with the transport `auto`.
-    public var assistStrategy: AssistStrategy = .race
-    /// tor's notice-level log (may name bridges: only with unsafe logging).
-    public var noticeLevelLog = false
-    /// Appends the session's events as JSON lines here (docs/AB-TRIALS.md).
-    public var eventsFile: String?
-    /// Publishes the status here, replaced atomically on every change, removed on stop.
-    public var statusFile: URL?
-    /// How often the settings are checked for changes.
-    public var settingsCheckInterval: Duration = .seconds(1)
-
-    public init(dataDirectory: URL) { self.dataDirectory = dataDirectory }
-}
-
-/// The state of a session: tor's status, the route it takes and connection assist's view.
-public struct SessionStatus: Sendable {
-    public var tor: TorStatus
-    /// For humans: "direct", "bridges (obfs4)", "connection assist" before assist chose one.
-    public var route: String
-    public var assist: AssistSnapshot?
-    /// Each new bootstrap milestone with the seconds since the session started.
-    public var phases: [RunStatusRecord.PhaseTiming]
-    public var socks: SocksEndpoint
-    /// Seconds since the session started, when this status was taken.
-    public var seconds: Double
-
-    public var isReady: Bool { tor.isReady }
-
-    /// The record `postern status` reads.
-    public var record: RunStatusRecord {
-        RunStatusRecord(pid: getpid(), status: tor, socks: socks, route: route, phases: phases, assist: assist)
-    }
-}
-
-/// A live settings change the session applied.
-public enum SettingsChange: Sendable {
-    /// The transport became `auto`: connection assist took over.
-    case nowConnectionAssist
-    /// The route is now `route` (direct or one transport).
-    case nowFixed(route: String, notes: [String])
-    /// Connection assist got new routes; `nowTrying` when that moved it to another route.
-    case assistRoutesReplaced(nowTrying: String?, order: [String], notes: [String])
-}
-
-/// Something the session could not do that does not stop it.
-public struct SessionWarning: Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public static let cannotRememberRoute = Code("cannot-remember-route")
-        public static let cannotUpdateAssistMemory = Code("cannot-update-assist-memory")
-        /// Changed settings could not be applied; the session keeps the previous ones.
-        public static let settingsNotApplied = Code("settings-not-applied")
-    }
-
-    public var code: Code
-    public var message: String
-    public init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-    public var description: String { message }
-}
-
-/// What happens in a session, in order. Never carries a bridge address, fingerprint or cert.
-public enum SessionEvent: Sendable {
-    /// What changed the status.
-    public enum StatusCause: Sendable { case tor, assist }
-    case status(SessionStatus, cause: StatusCause)
-    /// A fixed route was chosen at the start (direct or one transport), with notes for the user.
-    case fixedRoute(route: String, notes: [String])
-    /// Connection assist starts with these routes in this order.
-    case assistStarted(order: [String], probing: Bool, lastGoodFirst: String?, notes: [String])
-    case assist(AssistEvent)
-    case settingsApplied(SettingsChange)
-    /// A transport's warning or error (a dial cut short by a route change is not one).
-    case transportProblem(TransportEvent)
-    case warning(SessionWarning)
-}
 
 /// Postern as an app embeds it: one tor with the settings' bridges and transports, connection
 /// assist with the transport `auto`, and live changes: settings changed meanwhile (the store
 /// file replaced, ``InMemorySettings/update(_:)``, ``reloadSettings()``) reach the running tor by
 /// SETCONF, without a restart.
 ///
-///     let session = PosternSession(settings: .inMemory(settings, stateDirectory: state),
-///                                  transports: try Transports.registry(), options: options)
+///     let session = try PosternSession(settings: .inMemory(settings, stateDirectory: state),
+///                                      transports: try Transports.registry(), options: options)
 ///     try await session.start()
 ///     guard await session.awaitReady(timeout: .seconds(120)) else { ... }
 ///     // connect through session.socks (socks5h), then
 ///     await session.stop()
 ///
-/// tor_api allows one tor per process: one running session per process.
+/// The session owns the external plugin processes of its transports: ``stop()`` stops those and
+/// no other. tor_api allows one tor per process: one running session per process.
 public final class PosternSession: Sendable {
+    /// The SOCKS5 listener as configured (``SessionStatus/socks`` has the bound one).
     public let socks: SocksEndpoint
+    /// How the session's tor runs.
     public let options: SessionOptions
-    /// The embedded tor (GETINFO, status snapshots).
-    public let tor = TorManager()
+    /// The embedded tor: the session's alone (an app asks the session, never restarts tor under it).
+    let tor = TorManager()
+    /// The session's transports, whose plugin processes it stops.
+    private let transports: TransportRegistry
 
     private let source: SettingsSource
     /// What the session follows.
@@ -122,7 +37,7 @@ public final class PosternSession: Sendable {
     private let assist: AssistRunner
 
     fileprivate struct State {
-        var route = ""
+        var route = RouteName("")
         var assist: AssistSnapshot?
         var phases: [RunStatusRecord.PhaseTiming] = []
         /// Set when the session ends: late updates no longer rewrite the (removed) status file.
@@ -168,9 +83,10 @@ public final class PosternSession: Sendable {
     public init(settings: SessionSettings, transports registry: TransportRegistry, options: SessionOptions) throws(SessionError) {
         self.options = options
         socks = options.socks
+        transports = registry
         let shared = Shared(socks: options.socks, statusFile: options.statusFile)
         self.shared = shared
-        let eventLog = try options.eventsFile.map { path throws(SessionError) in try RunEventLog(path: path) }
+        let eventLog = try options.eventsFile.map { file throws(SessionError) in try RunEventLog(file: file) }
         self.eventLog = eventLog
         // Dial failures go to connection assist once it exists; the sink is made first.
         let assistBox = Mutex<AssistRunner?>(nil)
@@ -194,8 +110,10 @@ public final class PosternSession: Sendable {
         let tor = tor
         let emit: @Sendable (SessionEvent) -> Void = { event in shared.emit(event) }
         emitBox.withLock { $0 = emit }
-        assist = AssistRunner(manager: tor, settings: source, strategy: options.assistStrategy, probes: probes,
-                              eventLog: eventLog, emit: emit) { snapshot in
+        let settingsSource = source
+        assist = AssistRunner(tor: tor, stateDirectory: source.stateDirectory, strategy: options.assistStrategy, probes: probes,
+                              routeKeys: RoutePlan.managedKeys, routeOptions: { route in try settingsSource.plan(for: route).options },
+                              notify: { notice in Self.relay(notice, eventLog: eventLog, emit: emit) }) { snapshot in
             shared.state.withLock {
                 $0.assist = snapshot
                 if let route = snapshot.route { $0.route = route }
@@ -245,6 +163,7 @@ public final class PosternSession: Sendable {
         return stream
     }
 
+    /// The status now.
     public var currentStatus: SessionStatus {
         get async {
             let tor = await tor.currentStatus
@@ -257,6 +176,11 @@ public final class PosternSession: Sendable {
     public func awaitReady(timeout: Duration = .seconds(120)) async -> Bool {
         await tor.awaitReady(timeout: timeout)
     }
+
+    /// tor's answers to GETINFO `keys` (tor's control-spec keys, e.g. "version",
+    /// "net/listeners/socks"), for an app that needs more than ``currentStatus``. Throws while tor
+    /// is not running.
+    public func torInfo(_ keys: [String]) async throws -> [String: String] { try await tor.getInfo(keys) }
 
     /// Checks the settings now rather than at the next interval (what SIGHUP does to `postern run`).
     public func reloadSettings() { shared.state.withLock { $0.reloadRequested = true } }
@@ -317,7 +241,7 @@ public final class PosternSession: Sendable {
         }
         shared.state.withLock {
             $0.mode = mode
-            $0.route = mode.fixedPlan?.route ?? "connection assist"
+            $0.route = mode.fixedPlan?.route ?? .connectionAssist
         }
         if case .fixed(let plan) = mode { emit(.fixedRoute(route: plan.route, notes: plan.notes)) }
         eventLog?.started(route: mode.fixedPlan?.route ?? "auto")
@@ -373,7 +297,7 @@ public final class PosternSession: Sendable {
         await assist.stop()
         await tor.shutdown()
         await transportHost.stopAll()
-        await Transports.stopPlugins()
+        await transports.stopPlugins()
         for task in tasks { task.cancel() }
         eventLog?.stopped()
         close()
@@ -390,6 +314,23 @@ public final class PosternSession: Sendable {
     }
 
     private func emit(_ event: SessionEvent) { shared.emit(event) }
+
+    /// Connection assist's notices as the session's events (and lines of the events file).
+    private static func relay(_ notice: AssistNotice, eventLog: RunEventLog?, emit: @Sendable (SessionEvent) -> Void) {
+        switch notice {
+        case .started(let order, let probing, let lastGoodFirst, let notes):
+            emit(.assistStarted(order: order, probing: probing, lastGoodFirst: lastGoodFirst, notes: notes))
+        case .routesReplaced(let nowTrying, let order, let notes):
+            emit(.settingsApplied(.assistRoutesReplaced(nowTrying: nowTrying, order: order, notes: notes)))
+        case .event(let event):
+            eventLog?.assist(event)
+            emit(.assist(event))
+        case .cannotRememberRoute(let message):
+            emit(.warning(SessionWarning(.cannotRememberRoute, message)))
+        case .cannotUpdateMemory(let message):
+            emit(.warning(SessionWarning(.cannotUpdateAssistMemory, message)))
+        }
+    }
 
     /// Settings changed meanwhile reach the running tor by SETCONF.
     private func watchSettings() async {
@@ -416,7 +357,7 @@ public final class PosternSession: Sendable {
                     await assist.start(plan)
                 case (_, .fixed(let newPlan)):
                     if case .assist = mode { await assist.stop() }
-                    try await tor.reconfigure(newPlan.options, resetting: AssistRunner.managedKeys)
+                    try await tor.reconfigure(newPlan.options, resetting: RoutePlan.liveKeys)
                     shared.state.withLock {
                         $0.route = newPlan.route
                         $0.assist = nil
@@ -432,13 +373,8 @@ public final class PosternSession: Sendable {
 }
 
 extension PosternSession: TorReadinessSource {
+    /// True when tor is ready now (bootstrapped, SOCKS listening).
     public func torIsReady() async -> Bool { await tor.currentStatus.isReady }
+    /// Waits up to `timeout` for tor to be ready (``awaitReady(timeout:)``).
     public func waitUntilTorReady(timeout: Duration) async -> Bool { await awaitReady(timeout: timeout) }
-}
-
-extension TransportError {
-    /// What a dial bounded by TransportWire's `withDeadline(_:timedOut:operation:)` fails with.
-    static func noAnswer(within limit: Duration) -> TransportError {
-        TransportError(code: .timedOut, kind: .timeout, message: "no answer within \(limit.seconds.formatted()) s")
-    }
 }

@@ -1,16 +1,19 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 import PosternLinkSpec
 
 /// Which way to tor a run takes, rendered as tor options: direct, or bridges of one transport (or
 /// every enabled bridge). Contains bridge lines: its `options` must never be printed.
 public struct RoutePlan: Equatable, Sendable {
     /// For humans: "direct", "bridges (vanilla)", "bridges (obfs4, built-in)".
-    public var route: String
+    public var route: RouteName
+    /// The tor options of the route (bridge lines among them: never print them).
     public var options: [TorOption]
     /// Transports that need an in-process PT listener (everything but vanilla).
     public var transports: [TransportName]
+    /// What the user should know about the route (built-ins used, a transport skipped), one line each.
     public var notes: [String]
     /// The bridges exactly as tor gets them (placeholder addresses included): the in-process PT
     /// listeners accept these and nothing else (TransportHost.admit).
@@ -18,6 +21,9 @@ public struct RoutePlan: Equatable, Sendable {
 
     /// The option keys a plan may set, reset when a new plan replaces an old one on a live tor.
     public static let managedKeys = ["UseBridges", "Bridge", "ClientTransportPlugin"]
+
+    /// The keys a route sets or resets on a live tor: a plan's, and connection assist's network switch.
+    static var liveKeys: [String] { managedKeys + [AssistRunner.networkSwitch] }
 
     /// - Parameters:
     ///   - overrideBridges: `--bridge` lines for this run, which replace the stored selection.
@@ -76,7 +82,7 @@ public struct RoutePlan: Equatable, Sendable {
             let parts = line.split(separator: " ", maxSplits: 1)
             options.append(try TorOption(String(parts[0]), parts.count > 1 ? String(parts[1]) : ""))
         }
-        return RoutePlan(route: label.hasPrefix("bridges (") ? label : "bridges (\(label))", options: options,
+        return RoutePlan(route: RouteName(label.hasPrefix("bridges (") ? label : "bridges (\(label))"), options: options,
                          transports: rendered.transportsNeedingPlugin, notes: notes, bridges: rendered.bridges)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
-import PosternCore
+import ConnectionAssist
+import PosternTor
 import TransportBase
 
 /// A session's events file (`postern run --events-json FILE`): a machine-readable account of one run, one JSON object a line,
@@ -31,7 +32,7 @@ import TransportBase
 ///   probe-failed, unavailable, settings-changed; `problem`, `failures`, `peers`, `skipped`),
 ///   `assist-all-failed` (`retryIn`) and `assist-connected` (`route`, `seconds`).
 /// The file is created with mode 0600. Bridge lines never reach it (PT messages carry none).
-public final class RunEventLog: Sendable {
+package final class RunEventLog: Sendable {
     private let descriptor: Int32
     private let origin = ContinuousClock.now
     private let state = Mutex(State())
@@ -51,18 +52,18 @@ public final class RunEventLog: Sendable {
     static let contactTags: Set<String> = ["handshake_done", "ap_handshake_done", "onehop_create", "requesting_status",
                                            "requesting_descriptors", "circuit_create", "done"]
 
-    public init(path: String) throws(SessionError) {
-        descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+    package init(file: URL) throws(SessionError) {
+        descriptor = open(file.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw SessionError(.file, "cannot open the events file \(path): \(String(cString: strerror(errno)))")
+            throw SessionError(.file, "cannot open the events file \(file.path): \(String(cString: strerror(errno)))")
         }
         fchmod(descriptor, 0o600)
     }
 
     deinit { close(descriptor) }
 
-    func started(route: String) {
-        write("start", ["pid": .int(Int(getpid())), "route": .string(route)])
+    func started(route: RouteName) {
+        write("start", ["pid": .int(Int(getpid())), "route": .string(route.rawValue)])
     }
 
     func transport(_ event: TransportEvent) {

@@ -1,35 +1,54 @@
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 
 /// What a running session publishes for `postern status`, `postern nostr` (which attaches to its
 /// SOCKS port) and trial runners: a JSON
 /// file replaced atomically on every change.
 public struct RunStatusRecord: Codable, Sendable {
+    /// One bootstrap milestone and when it was reached.
     public struct PhaseTiming: Codable, Sendable, Hashable {
+        /// tor's bootstrap percentage.
         public var progress: Int
+        /// tor's phase tag, e.g. "handshake_done".
         public var tag: String
+        /// tor's phase summary, e.g. "Handshake with a relay done".
         public var summary: String
         /// Seconds since the core was started.
         public var seconds: Double
     }
 
+    /// The process running the session.
     public var pid: Int32
+    /// tor's state by name (``TorState/name``): idle, starting, bootstrapping, ready, stalled, failed, stopping.
     public var state: String
+    /// tor's bootstrap percentage, 0–100.
     public var bootstrapProgress: Int
+    /// tor's current phase tag.
     public var bootstrapTag: String
+    /// tor's current phase summary.
     public var bootstrapSummary: String
+    /// tor's last bootstrap warning, if any.
     public var bootstrapWarning: String?
+    /// The attempt stalled (under connection assist: every route failed).
     public var bootstrapDidStall: Bool
+    /// Bootstrapped and the SOCKS listener bound.
     public var isReady: Bool
+    /// The SOCKS5 listener, "127.0.0.1:39050".
     public var socks: String
-    public var route: String
+    /// The route in use or being tried.
+    public var route: RouteName
+    /// Why tor failed, when it did.
     public var lastError: String?
+    /// Each bootstrap milestone reached, with its time.
     public var phases: [PhaseTiming]
     /// With `--transport auto`: which route connection assist is trying and why it left the others.
     public var assist: AssistSnapshot?
+    /// When the record was made.
     public var updatedAt: Date
 
-    public init(pid: Int32, status: TorStatus, socks: SocksEndpoint, route: String, phases: [PhaseTiming],
+    /// The record of a session in process `pid` with tor's `status`, now.
+    public init(pid: Int32, status: TorStatus, socks: SocksEndpoint, route: RouteName, phases: [PhaseTiming],
          assist: AssistSnapshot? = nil) {
         self.pid = pid
         state = status.state.name
@@ -48,6 +67,7 @@ public struct RunStatusRecord: Codable, Sendable {
         updatedAt = Date()
     }
 
+    /// The encoder of the status file: keys sorted, slashes unescaped, dates ISO 8601.
     public static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -70,6 +90,7 @@ public struct RunStatusRecord: Codable, Sendable {
         }
     }
 
+    /// The record in `file`; throws when it is missing or does not parse.
     public static func read(from file: URL) throws -> RunStatusRecord {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601

@@ -1,15 +1,16 @@
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 
 extension RunStatusRecord {
     /// The record as one line of JSON (keys sorted, dates ISO 8601), as the status file holds it.
-    public func jsonLine() throws -> String {
+    package func jsonLine() throws -> String {
         String(decoding: try Self.encoder().encode(self), as: UTF8.self)
     }
 
     /// The record for people, as `postern status` shows it: state, bootstrap, connection assist
     /// (or the stall), tor's last warning, route, SOCKS endpoint, pid and error.
-    public var text: String {
+    package var text: String {
         var lines = ["state: \(state)", "bootstrap: \(bootstrapProgress)% \(bootstrapSummary)"]
         if let assist {
             lines += assist.statusLines
@@ -26,7 +27,7 @@ extension RunStatusRecord {
 extension AssistSnapshot {
     /// Connection assist's part of a status: what it does on which route, the route order and
     /// why it last moved on.
-    public var statusLines: [String] {
+    package var statusLines: [String] {
         var lines: [String] = []
         let place = position.map { " (route \($0) of \(order.count), pass \(cycle))" } ?? ""
         switch phase {
@@ -37,7 +38,7 @@ extension AssistSnapshot {
             lines.append("stalled: yes, every route failed; connection assist tries them all again in \(retry) s (tor keeps trying \(route ?? "the last one") meanwhile)")
         default: lines.append("connection assist: \(phase)")
         }
-        lines.append("route order: \(order.joined(separator: ", "))")
+        lines.append("route order: \(order.map(\.rawValue).joined(separator: ", "))")
         if let lastMove { lines.append("last move: \(lastMove)") }
         return lines
     }

@@ -1,5 +1,5 @@
 import Foundation
-import PosternCore
+import PosternTor
 import PosternSystem
 
 /// A session another process runs (a `postern run`), found through the status file it publishes:
@@ -7,8 +7,11 @@ import PosternSystem
 /// running tor instead of starting its own (tor_api allows one per process, and two would
 /// collide on the SOCKS port and the data directory).
 public struct RunningSession: Sendable, TorReadinessSource {
+    /// The status file the session publishes (``RunStatusRecord``).
     public let statusFile: URL
+    /// The process that runs the session.
     public let pid: Int32
+    /// The session's SOCKS5 listener, proven to be that process's.
     public let socks: SocksEndpoint
 
     /// The session whose status file this is, when its process still lives; nil otherwise (no
@@ -47,6 +50,7 @@ public struct RunningSession: Sendable, TorReadinessSource {
         return record
     }
 
+    /// True when the status file says ready and the session is still provably running.
     public func torIsReady() async -> Bool { record?.isReady ?? false }
 
     /// Polls the status file (it is replaced on every change) until ready, stopped or `timeout`.

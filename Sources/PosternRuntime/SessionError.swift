@@ -6,6 +6,7 @@ import PosternSystem
 /// ``Kind``: `usage` when the caller's input cannot work, `failure` otherwise.
 public typealias SessionError = CodedError<SessionErrorDomain>
 
+/// The domain of ``SessionError``'s codes and kinds.
 public enum SessionErrorDomain: ErrorDomain {}
 
 extension SessionError.Code {

@@ -1,5 +1,6 @@
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 import PosternSystem
 
 // The text forms of a session's events: the lines `postern run` shows, for an app to show or log
@@ -47,7 +48,7 @@ extension SettingsChange {
             return ["settings changed: now \(route); applied to the running tor without a restart"] + notes.map(noteLine)
         case .assistRoutesReplaced(let nowTrying, let order, let notes):
             let first = nowTrying.map { "settings changed: now \($0) (connection assist); applied to the running tor without a restart" }
-                ?? "settings changed: connection assist now tries \(order.joined(separator: ", "))"
+                ?? "settings changed: connection assist now tries \(order.map(\.rawValue).joined(separator: ", "))"
             return [first] + notes.map(noteLine)
         }
     }
@@ -65,7 +66,7 @@ extension SessionEvent {
         case .fixedRoute(_, let notes):
             return notes.map(noteLine)
         case .assistStarted(let order, let probing, let lastGoodFirst, let notes):
-            var lines = ["connection assist: trying \(order.joined(separator: ", ")) in this order" + (probing ? ", probing them all meanwhile" : "")]
+            var lines = ["connection assist: trying \(order.map(\.rawValue).joined(separator: ", ")) in this order" + (probing ? ", probing them all meanwhile" : "")]
             if let first = lastGoodFirst { lines.append("connection assist: \(first) goes first: it connected last time") }
             return lines + notes.map(noteLine)
         case .assist(let event):

@@ -6,25 +6,25 @@ import PosternSystem
 /// The whole stored configuration as `postern config show` shows it: the settings file, its
 /// schema version, the Tor preference, the transport, the bridges (scrubbed unless the policy is
 /// unsafe) and the Nostr relays; as JSON or as ``text``.
-public struct SettingsOverview: Encodable, Sendable {
-    public struct Relays: Encodable, Sendable {
-        public let builtin: [String]
-        public let custom: [String]
+package struct SettingsOverview: Encodable, Sendable {
+    package struct Relays: Encodable, Sendable {
+        package let builtin: [String]
+        package let custom: [String]
     }
 
     /// The settings file's path.
-    public let file: String
+    package let file: String
     /// False before anything was stored: the values shown are the defaults.
-    public let fileExists: Bool
-    public let version: Int
-    public let torEnabled: Bool
-    public let transport: String
-    public let bridges: [BridgeListing]
-    public let relays: Relays
-    public let scrubbed: Bool
+    package let fileExists: Bool
+    package let version: Int
+    package let torEnabled: Bool
+    package let transport: String
+    package let bridges: [BridgeListing]
+    package let relays: Relays
+    package let scrubbed: Bool
 
     /// The overview of `store`, loaded once.
-    public init(store: BridgeStore, policy: LoggingPolicy) throws(BridgeConfigError) {
+    package init(store: BridgeStore, policy: LoggingPolicy) throws(BridgeConfigError) {
         let configuration = try store.load()
         file = store.filePath
         fileExists = FileManager.default.fileExists(atPath: store.filePath)
@@ -37,7 +37,7 @@ public struct SettingsOverview: Encodable, Sendable {
     }
 
     /// One line per setting, the bridges and relays indented below their counts.
-    public var text: String {
+    package var text: String {
         var lines = [
             "file: \(file)\(fileExists ? "" : " (not written yet; defaults shown)")",
             "schema version: \(version)",

@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 import PosternLinkSpec
 import Synchronization
 
@@ -10,10 +11,12 @@ import Synchronization
 public final class InMemorySettings: Sendable {
     private let state: Mutex<(configuration: BridgeConfiguration, generation: Int)>
 
+    /// Settings starting as `configuration` (default: no bridges, transport auto, Tor on).
     public init(_ configuration: BridgeConfiguration = BridgeConfiguration()) {
         state = Mutex((configuration, 0))
     }
 
+    /// The settings now.
     public var configuration: BridgeConfiguration { state.withLock { $0.configuration } }
 
     /// Changes the settings at once, or not at all when `change` throws.
@@ -32,12 +35,15 @@ public final class InMemorySettings: Sendable {
 /// directory's store or ``InMemorySettings``), this session's overrides, the built-in bridges and
 /// connection assist's limits and memory.
 public struct SessionSettings: Sendable {
+    /// Where the bridges, the transport choice and the Tor preference are kept.
     public enum Store: Sendable {
         /// The store of a settings directory (`postern bridges`, `postern transport` write it).
         case directory(BridgeStore)
+        /// Settings the app keeps in memory (``InMemorySettings``).
         case memory(InMemorySettings)
     }
 
+    /// Where the settings are kept.
     public var store: Store
     /// Where connection assist remembers the last good route and its per-network memory.
     public var stateDirectory: URL
@@ -50,6 +56,7 @@ public struct SessionSettings: Sendable {
     /// Connection assist's ceilings and no-progress windows.
     public var limits = RouteLimitTable()
 
+    /// Settings from `store`, state in `stateDirectory`; the bundled built-in bridges and default limits.
     public init(store: Store, stateDirectory: URL) {
         self.store = store
         self.stateDirectory = stateDirectory
@@ -65,6 +72,8 @@ public struct SessionSettings: Sendable {
                              stateDirectory: stateDirectory ?? configDirectory.appendingPathComponent("state"))
     }
 
+    /// The settings of an open `store`, with connection assist's limits read from `configDirectory`
+    /// and state in `stateDirectory`. Throws when the limits file cannot be read.
     public static func directory(store: BridgeStore, configDirectory: URL, stateDirectory: URL) throws(SessionError) -> SessionSettings {
         var settings = SessionSettings(store: .directory(store), stateDirectory: stateDirectory)
         do { settings.limits = try AssistFiles.readLimits(in: configDirectory) } catch { throw SessionError(.store, error.message) }
@@ -76,6 +85,7 @@ public struct SessionSettings: Sendable {
         SessionSettings(store: .memory(settings), stateDirectory: stateDirectory)
     }
 
+    /// The settings as they are now (a directory's store is read again).
     public func load() throws(SessionError) -> BridgeConfiguration {
         switch store {
         case .directory(let store):
@@ -182,7 +192,7 @@ struct SettingsSource: Sendable {
         guard let transport = route.transport else {
             _ = try? transports.ensure([])
             transports.admit([])
-            return RoutePlan(route: route.label, options: [], transports: [], notes: [])
+            return RoutePlan(route: RouteName(route.label), options: [], transports: [], notes: [])
         }
         var ports: [TransportName: UInt16] = [:]
         if !transport.isVanilla {

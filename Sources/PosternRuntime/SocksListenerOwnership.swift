@@ -1,5 +1,5 @@
 import Foundation
-import PosternCore
+import PosternTor
 import PosternSystem
 
 /// The kernel's proof that a SOCKS endpoint named in a status file is the listener of the process

@@ -1,14 +1,14 @@
 /// The Tor preference (``BridgeConfig/BridgeConfiguration/torEnabled``) for people: what on and
 /// off mean for an app's traffic, as `postern tor` shows it.
-public enum TorPreference {
+package enum TorPreference {
     /// With Tor on, traffic waits for Tor and never goes around it.
-    public static let onExplanation = [
+    package static let onExplanation = [
         "Postern's traffic (relay WebSockets, directory fetches) waits for Tor: nothing is sent until",
         "Tor is connected, and nothing goes around it (fail-closed).",
     ]
 
     /// With Tor off, traffic goes direct and shows the user's address.
-    public static let offExplanation = [
+    package static let offExplanation = [
         "With Tor off, Postern's app traffic (relay WebSockets, directory fetches) goes DIRECT:",
         "  - the servers it talks to see your IP address;",
         "  - anyone watching your network sees that you talk to them.",
@@ -18,7 +18,7 @@ public enum TorPreference {
 
     /// "tor: on" or "tor: off" (then " (it already was)" when `unchanged`: a request to set what
     /// was set), then what that means.
-    public static func text(enabled: Bool, unchanged: Bool = false) -> String {
+    package static func text(enabled: Bool, unchanged: Bool = false) -> String {
         let first = "tor: \(enabled ? "on" : "off")" + (unchanged ? " (it already was)" : "")
         return ([first] + (enabled ? onExplanation : offExplanation)).joined(separator: "\n")
     }

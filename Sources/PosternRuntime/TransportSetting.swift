@@ -5,7 +5,9 @@ import PosternSystem
 /// The transport setting and what it means with the stored bridges: `postern transport`'s result,
 /// as JSON (`transport`, `known`, `enabledBridges`, `torEnabled`) or as ``lines(policy:lastGoodRoute:)``.
 public struct TransportSetting: Sendable, Encodable {
+    /// The chosen transport: auto, direct or a transport name.
     public let selection: TransportSelection
+    /// The settings the selection was read from (for the bridge counts).
     public let configuration: BridgeConfiguration
 
     /// The setting of `configuration` (its ``BridgeConfiguration/transport``).

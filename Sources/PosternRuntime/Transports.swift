@@ -3,7 +3,6 @@ import Foundation
 import Obfs4Transport
 import PosternLinkSpec
 import SnowflakeTransport
-import Synchronization
 import TransportBase
 import WebtunnelTransport
 
@@ -19,7 +18,9 @@ public enum Transports {
     /// time) and how to make it, with its default waits (nil) or every wait shortened to one
     /// handshake timeout (health checks that must flag a silent bridge quickly).
     public struct Builtin: Sendable {
+        /// The transport's bridge-line rules (its name among them).
         public let rules: any BridgeArgumentRules
+        /// Makes the transport: its default waits (nil), or every wait shortened to a handshake timeout.
         public let make: @Sendable (_ handshakeTimeout: Duration?) -> any PluggableTransport
     }
 
@@ -48,7 +49,10 @@ public enum Transports {
         MeekLiteArgumentRules(),
     ])
 
-    /// Plugins keep their state in `stateLocation`/pt_state (default: the user's state directory).
+    /// Postern's transports and the user's `plugins`. Plugins keep their state in
+    /// `stateLocation`/pt_state (default: the user's state directory). A plugin's process starts
+    /// on its first dial and belongs to this registry: ``TransportRegistry/stopPlugins()`` (or the
+    /// session the registry is given to) stops it.
     public static func registry(plugins: [TransportPlugin] = [], stateLocation: URL? = nil) throws -> TransportRegistry {
         try assemble(own: builtins.map { $0.make(nil) }, plugins: plugins, stateLocation: stateLocation, dialTimeout: .seconds(60))
     }
@@ -67,18 +71,6 @@ public enum Transports {
         }
     }
 
-    /// Every plugin process this process started, to stop them when a command ends.
-    private static let clients = Mutex<[ManagedPluginClient]>([])
-
-    /// Stops every plugin this process started (stdin closed, SIGTERM, SIGKILL after a grace).
-    public static func stopPlugins() async {
-        let running = clients.withLock { clients -> [ManagedPluginClient] in
-            defer { clients = [] }
-            return clients
-        }
-        for client in running { await client.stop() }
-    }
-
     /// Where plugins keep their state when the caller names no place: the user's Postern state
     /// directory (PosternPaths), private to the user, never a shared temporary directory where
     /// another account could create `pt_state` first.
@@ -94,7 +86,6 @@ public enum Transports {
             let client = ManagedPluginClient(.init(names: plugin.names,
                                                    executable: plugin.executable, arguments: plugin.arguments,
                                                    stateLocation: state))
-            clients.withLock { $0.append(client) }
             for name in served {
                 external[name.rawValue] = ExternalTransport(name: name, client: client,
                                                             dialTimeout: dialTimeout)
@@ -108,6 +99,17 @@ public enum Transports {
 }
 
 extension TransportRegistry {
+    /// Stops the plugin processes of this registry's external transports, each once (stdin closed,
+    /// SIGTERM, SIGKILL after a grace); those of other registries run on.
+    public func stopPlugins() async {
+        var seen = Set<ObjectIdentifier>()
+        for name in names {
+            guard let external = transport(named: name) as? ExternalTransport,
+                  seen.insert(ObjectIdentifier(external.client)).inserted else { continue }
+            await external.client.stop()
+        }
+    }
+
     /// A note for each transport an external plugin serves ("note: NAME bridges go through the
     /// external LABEL, started when first needed"), in the registry's order.
     public var externalTransportNotes: [String] {

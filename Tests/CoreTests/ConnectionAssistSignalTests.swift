@@ -2,7 +2,8 @@ import BridgeConfig
 import Foundation
 import PosternLinkSpec
 import Testing
-@testable import PosternCore
+@testable import ConnectionAssist
+@testable import PosternTor
 
 /// Issue 14: tor's failure signals (parsed from control replies), the race strategy's decisions
 /// fed with made-up event sequences, and the per-network memory.
@@ -332,7 +333,7 @@ import Testing
         let clock = ManualClock()
         let applied = Applied()
         let routes = ConnectionAssistSignalTests.routes()
-        let assistant = ConnectionAssistant(routes: routes, manager: TorManager(), clock: clock, tickInterval: .seconds(1),
+        let assistant = ConnectionAssistant(routes: routes, tor: TorManager(), clock: clock, tickInterval: .seconds(1),
                                             strategy: .race, probe: { route in
             switch route.key {
             case "direct": ProbeResult(outcome: .failed, milliseconds: 3000, steps: [], peersTried: 2, peersAnswered: 0, problem: .timeout)

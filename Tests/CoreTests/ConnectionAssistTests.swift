@@ -4,7 +4,8 @@ import PosternLinkSpec
 import PosternRuntime
 import Synchronization
 import Testing
-@testable import PosternCore
+@testable import ConnectionAssist
+@testable import PosternTor
 
 /// Connection assist's route order and state machine. The selector has no clock of its own: each
 /// input carries the time, so these tests drive it with exact, made-up times.

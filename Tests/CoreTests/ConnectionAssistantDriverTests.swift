@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import PosternCore
+@testable import ConnectionAssist
+@testable import PosternTor
 
 /// A clock that moves only when the test says so: sleepers wake when `advance` passes their deadline.
 final class ManualClock: Clock, Sendable {
@@ -79,7 +80,7 @@ final class ManualClock: Clock, Sendable {
         let routes = [AssistRoute.direct(limits: RouteLimits(ceiling: .seconds(10), noProgressWindow: .seconds(2))),
                       AssistRoute(transport: .obfs4, origin: .yours, bridges: [], limits: RouteLimits(ceiling: .seconds(3), noProgressWindow: .seconds(3))),
                       AssistRoute(transport: .snowflake, origin: .builtin, bridges: [], limits: .snowflakeDefault)]
-        let assistant = ConnectionAssistant(routes: routes, manager: TorManager(), clock: clock,
+        let assistant = ConnectionAssistant(routes: routes, tor: TorManager(), clock: clock,
                                             tickInterval: .seconds(1)) { route in
             await applied.append(route.key)
             if route.transport == .snowflake { throw TorCoreError(.invalidConfiguration, "no snowflake listener") }

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternTor
 
 /// Replies recorded from tor 0.4.9.11 over the owning control socket, plus malformed ones.
 @Suite struct ControlReplyParserTests {

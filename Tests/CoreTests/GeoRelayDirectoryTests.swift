@@ -3,7 +3,7 @@ import BridgeConfig
 import Foundation
 import PosternRuntime
 import Testing
-@testable import PosternCore
+@testable import PosternTor
 @testable import PosternAppLayer
 
 private let sampleCSV = """

@@ -3,7 +3,7 @@ import Foundation
 import PosternRuntime
 import PosternTestSupport
 import Testing
-@testable import PosternCore
+@testable import PosternTor
 @testable import PosternAppLayer
 
 /// `postern geo` without the CLI: --near's parser, the relay table, each refresh outcome's text and

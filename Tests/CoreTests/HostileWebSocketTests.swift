@@ -2,7 +2,7 @@ import PosternTestSupport
 import Foundation
 import Testing
 import TransportWire
-@testable import PosternCore
+@testable import PosternTor
 @testable import PosternAppLayer
 
 /// The WebSocket client against a server of ours that misbehaves on purpose (hostile_ws_peer.py):

@@ -1,7 +1,7 @@
 import PosternCrypto
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternTor
 @testable import PosternAppLayer
 
 private let vectorsDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Vectors")

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternTor
 @testable import PosternAppLayer
 import PosternRuntime
 import PosternTestSupport

@@ -3,7 +3,8 @@ import Foundation
 import PosternLinkSpec
 import Testing
 import TransportBase
-@testable import PosternCore
+@testable import ConnectionAssist
+@testable import PosternTor
 @testable import PosternRuntime
 @testable import PosternSystem
 

@@ -1,7 +1,8 @@
 import BridgeConfig
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import ConnectionAssist
+@testable import PosternTor
 @testable import PosternRuntime
 
 /// The text forms `postern status`, `postern transport` and `postern transport limits` print:

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import PosternAppLayer
-import PosternCore
+import PosternTor
 import PosternTestSupport
 import PosternSystem
 @testable import PosternRuntime

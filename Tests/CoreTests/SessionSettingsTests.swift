@@ -2,7 +2,7 @@ import BridgeConfig
 import Foundation
 import PosternLinkSpec
 import Testing
-import PosternCore
+import PosternTor
 import PosternTestSupport
 import TransportBase
 @testable import PosternRuntime

@@ -2,7 +2,8 @@ import BridgeConfig
 import Foundation
 import Testing
 import TransportBase
-@testable import PosternCore
+@testable import ConnectionAssist
+@testable import PosternTor
 @testable import PosternRuntime
 
 /// The text forms of a session's events (what `postern run` prints) and the filter that decides

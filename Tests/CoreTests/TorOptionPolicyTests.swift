@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import ConnectionAssist
+@testable import PosternTor
 @testable import PosternRuntime
 
 /// Options added after the core's own command line (`--tor-options-file`, TorConfiguration.options)
@@ -56,7 +57,7 @@ import Testing
         }
         #expect(TorOptionPolicy.refusal(ofResetting: "Bridge\r\nSIGNAL HALT") != nil)
         #expect(TorOptionPolicy.refusal(ofResetting: "") != nil)
-        for key in AssistRunner.managedKeys {
+        for key in RoutePlan.liveKeys {
             #expect(TorOptionPolicy.refusal(ofResetting: key) == nil, "\(key)")
         }
     }

@@ -3,7 +3,7 @@ import PosternTestSupport
 import Foundation
 import Testing
 import TransportWire
-@testable import PosternCore
+@testable import PosternTor
 @testable import PosternAppLayer
 
 /// The WebSocket client against an independent server (PyPI websockets 17.4) on 127.0.0.1, direct

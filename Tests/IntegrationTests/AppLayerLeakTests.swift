@@ -3,7 +3,7 @@ import BridgeConfig
 import Foundation
 import PosternRuntime
 import Testing
-@testable import PosternCore
+@testable import PosternTor
 @testable import PosternAppLayer
 
 /// A packet capture on the namespace's `lo` (dumpcap/tshark, Debian tshark) with a capture filter.

@@ -3,7 +3,7 @@ import BridgeConfig
 import Foundation
 import PosternRuntime
 import Testing
-@testable import PosternCore
+@testable import PosternTor
 @testable import PosternAppLayer
 
 /// Collects relay messages for assertions (the manager's stream has one consumer).

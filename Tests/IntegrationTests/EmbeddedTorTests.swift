@@ -1,7 +1,7 @@
 import PosternTestSupport
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternTor
 
 /// Everything that runs an in-process tor or changes the test bed's censor. tor_api allows one tor
 /// per process and the censor is shared, so these run one at a time.

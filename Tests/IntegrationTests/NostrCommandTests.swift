@@ -1,7 +1,7 @@
 import PosternTestSupport
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternTor
 
 extension TestBedSuite {
     /// `postern nostr send|listen` as a user runs them: two processes, each with its own in-process

@@ -1,7 +1,7 @@
 import PosternTestSupport
 import Foundation
 import Testing
-@testable import PosternCore
+@testable import PosternTor
 
 /// The shared private Tor network (scripts/testbed), started once by `make test`; its facts come
 /// from the env file named by POSTERN_TESTBED_ENV. Tests that use it run inside its namespace.

@@ -5,11 +5,8 @@
 //   input: the bridge line (as BridgeDB or a friend gives it), then the message.
 // Environment: EMBED_SOCKS_PORT (default 39050), EMBED_TOR_OPTIONS (a file of extra tor options,
 // for private test networks). The bridge and the message never go on the command line.
-import BridgeConfig
 import Foundation
 import PosternAppLayer
-import PosternCore
-import PosternLinkSpec
 import PosternRuntime
 
 func fail(_ message: String, status: Int32 = 1) -> Never {

@@ -1,5 +1,5 @@
 // libcurl (Debian libcurl4-openssl-dev). curl_easy_setopt/getinfo are variadic, which Swift cannot
-// call; these typed shims are the whole C surface PosternCore uses.
+// call; these typed shims are the whole C surface PosternAppLayer uses.
 //
 // libcurl is not linked: loader.c opens it with dlopen when the first handle is made
 // (postern_curl_load), so a run that never makes an HTTP request through the app layer maps

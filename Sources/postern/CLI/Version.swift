@@ -1,4 +1,4 @@
-import PosternCore
+import PosternTor
 
 enum PosternVersion {
     static let string = "0.1.0"

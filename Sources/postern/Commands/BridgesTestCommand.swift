@@ -114,7 +114,7 @@ struct BridgesTestCommand {
         let report = await checking.value
         watcher.cancel()
         output.endProgress()
-        await Transports.stopPlugins()
+        await registry.stopPlugins()
         if checking.isCancelled {
             // The batch (and its work directory) goes when this returns, before the process exits.
             throw CommandFailure("interrupted: the checks were stopped\(bootstrapStep == nil ? "" : " and the bootstrap children with their work directory removed")")

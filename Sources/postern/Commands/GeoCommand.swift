@@ -1,6 +1,6 @@
 import Foundation
 import PosternAppLayer
-import PosternCore
+import PosternTor
 import PosternRuntime
 import PosternSystem
 

@@ -3,7 +3,7 @@ import BridgeConfig
 import Foundation
 import PosternSystem
 import PosternAppLayer
-import PosternCore
+import PosternTor
 
 extension Command {
     static let nostrSharedOptions: [OptionSpec] = [

@@ -1,6 +1,7 @@
 import Foundation
 import PosternSystem
-import PosternCore
+import ConnectionAssist
+import PosternTor
 import PosternRuntime
 
 extension Command {
@@ -57,7 +58,7 @@ struct RunCommand {
         let plugins = try invocation.bridgeStore().load().plugins
         var options = try invocation.sessionOptions(defaultDataDirectory: paths.torDataDirectory)
         options.assistStrategy = strategy
-        options.eventsFile = arguments.value("events-json")
+        options.eventsFile = arguments.value("events-json").map { URL(fileURLWithPath: $0) }
         options.statusFile = paths.runStatusFile
         let registry = try Transports.registry(plugins: plugins, stateLocation: options.dataDirectory)
         for note in registry.externalTransportNotes { output.print(note) }

@@ -1,6 +1,6 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import PosternTor
 import PosternLinkSpec
 import PosternRuntime
 import PosternSystem

@@ -1,6 +1,6 @@
 import PosternRuntime
 import Foundation
-import PosternCore
+import PosternTor
 
 extension Command {
     static let status = Command(

@@ -1,7 +1,7 @@
 import BridgeConfig
 import Foundation
 import PosternAppLayer
-import PosternCore
+import PosternTor
 import PosternRuntime
 import Synchronization
 

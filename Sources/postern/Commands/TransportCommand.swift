@@ -1,6 +1,7 @@
 import BridgeConfig
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 import PosternRuntime
 
 extension Command {

@@ -1,6 +1,7 @@
 import PosternRuntime
 import Foundation
-import PosternCore
+import ConnectionAssist
+import PosternTor
 
 extension Command {
     static let transportLimits = Command(

@@ -1,5 +1,6 @@
 import PosternCrypto
 import Foundation
+import PosternTor
 
 /// Connection assist's memory of which routes worked and failed, and how fast, per network:
 /// `assist-memory.json` in the state directory (0600, written atomically like the other files).

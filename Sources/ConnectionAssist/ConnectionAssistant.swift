@@ -1,9 +1,10 @@
 import Foundation
+import PosternTor
 
 /// What connection assist is doing, for status files and `--json` output. Holds no bridge data.
 public struct AssistSnapshot: Sendable, Hashable, Codable {
     public struct Attempt: Sendable, Hashable, Codable {
-        public var route: String
+        public var route: RouteName
         public var routeKey: String
         /// "trying", "moved-on", "connected".
         public var outcome: String
@@ -25,7 +26,7 @@ public struct AssistSnapshot: Sendable, Hashable, Codable {
 
     /// One probe of one route (race strategy).
     public struct Probe: Sendable, Hashable, Codable {
-        public var route: String
+        public var route: RouteName
         public var routeKey: String
         public var cycle: Int
         public var result: ProbeResult
@@ -34,12 +35,12 @@ public struct AssistSnapshot: Sendable, Hashable, Codable {
     /// "idle", "trying", "waiting" (every route failed, backing off) or "connected".
     public var phase: String
     /// The route being tried (or used, once connected): its label.
-    public var route: String?
+    public var route: RouteName?
     public var routeKey: String?
     /// 1-based position of `route` in `order`.
     public var position: Int?
     /// Route labels in the order of this pass.
-    public var order: [String]
+    public var order: [RouteName]
     public var orderKeys: [String]
     public var cycle: Int
     /// Every route of the last pass failed and assist is waiting before the next pass.
@@ -55,7 +56,7 @@ public struct AssistSnapshot: Sendable, Hashable, Codable {
     public var probes: [Probe]? = nil
 }
 
-/// Drives a `RouteSelector` against a running `TorManager`: feeds it tor's bootstrap reports and
+/// Drives a `RouteSelector` against a running tor (`TorControlling`: `TorManager`, or a stand-in): feeds it tor's bootstrap reports and
 /// clock ticks, and applies each route it picks through `apply` (which reconfigures the running
 /// tor over its control socket). Publishes every decision and a snapshot on `updates()`.
 public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
@@ -70,7 +71,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     public typealias RouteProbe = @Sendable (AssistRoute) async -> ProbeResult
 
     private var selector: RouteSelector
-    private let manager: TorManager
+    private let tor: any TorControlling
     private let clock: C
     private let origin: C.Instant
     private let tickInterval: Duration
@@ -95,12 +96,12 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     /// - Parameters:
     ///   - strategy: `.race` needs `probe`; without one it still leaves routes on failure signals.
     ///   - probeConcurrency: probes running at once (each bounded in time by the probe itself).
-    public init(routes: [AssistRoute], manager: TorManager, clock: C, backoff: RouteSelector.Backoff = .standard,
+    public init(routes: [AssistRoute], tor: any TorControlling, clock: C, backoff: RouteSelector.Backoff = .standard,
                 tickInterval: Duration = .milliseconds(250), strategy: AssistStrategy = .sequential,
                 judge: FailureJudge = FailureJudge(), probe: RouteProbe? = nil, probeConcurrency: Int = 3,
                 apply: @escaping Apply) {
         selector = RouteSelector(routes: routes, backoff: backoff, strategy: strategy, judge: judge)
-        self.manager = manager
+        self.tor = tor
         self.clock = clock
         origin = clock.now
         self.tickInterval = tickInterval
@@ -126,10 +127,10 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     /// Runs until the task is cancelled: applies the first route, then watches bootstrap reports
     /// and the clock. Once connected it keeps watching (settings changes may restart the search).
     public func run() async {
-        let statuses = await manager.statusUpdates()
-        let initial = await manager.currentStatus
+        let statuses = await tor.statusUpdates(everyChange: false)
+        let initial = await tor.currentStatus
         await handle(selector.start(at: now, progress: initial.bootstrapProgress, tag: initial.bootstrapTag))
-        let signals = await manager.connectionSignals()
+        let signals = await tor.connectionSignals()
         let observer = Task { [weak self] in
             for await status in statuses {
                 await self?.observe(status)
@@ -243,7 +244,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
         probesInFlight["\(cycle)|\(key)"] = nil
         guard !Task.isCancelled else { return }
         if let route = selector.routes.first(where: { $0.key == key }) {
-            probeLog.append(.init(route: route.label, routeKey: key, cycle: cycle, result: result))
+            probeLog.append(.init(route: route.name, routeKey: key, cycle: cycle, result: result))
             if probeLog.count > 50 { probeLog.removeFirst(probeLog.count - 50) }
         }
         // A failed probe is repeated a few times in the pass (the network may have just come
@@ -277,11 +278,11 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
             case .probed:
                 break
             case .trying(let route, _, _, let cycle):
-                attempts.append(.init(route: route.label, routeKey: route.key, outcome: "trying", reason: nil, cycle: cycle,
+                attempts.append(.init(route: route.name, routeKey: route.key, outcome: "trying", reason: nil, cycle: cycle,
                                       choice: lastChoice[route.key]?.rawValue))
             case .movedOn(let failure):
                 if failure.skipped {
-                    attempts.append(.init(route: failure.route.label, routeKey: failure.route.key, outcome: "moved-on",
+                    attempts.append(.init(route: failure.route.name, routeKey: failure.route.key, outcome: "moved-on",
                                           reason: failure.description, cycle: selector.cycle, reasonCode: failure.reason.rawValue,
                                           skipped: true))
                 } else if let index = attempts.lastIndex(where: { $0.routeKey == failure.route.key && $0.outcome == "trying" }) {
@@ -317,9 +318,9 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
             retry = max(0, (until - now).secondsValue)
         }
         let route = selector.currentRoute
-        return AssistSnapshot(phase: phase, route: route?.label, routeKey: route?.key,
+        return AssistSnapshot(phase: phase, route: route?.name, routeKey: route?.key,
                               position: selector.currentIndex.map { $0 + 1 },
-                              order: selector.routes.map(\.label), orderKeys: selector.routes.map(\.key),
+                              order: selector.routes.map(\.name), orderKeys: selector.routes.map(\.key),
                               cycle: selector.cycle, allFailed: selector.allFailed, retryInSeconds: retry,
                               lastMove: selector.lastFailure.map { "\($0.route.label): \($0)" }, attempts: attempts,
                               strategy: selector.strategy, probes: probe == nil ? nil : probeLog)

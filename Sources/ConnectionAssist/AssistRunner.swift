@@ -1,13 +1,18 @@
 import Foundation
+import PosternTor
 import Synchronization
-import PosternCore
 
-/// A session with the transport `auto`: runs PosternCore's `ConnectionAssistant` against the
-/// session's tor, remembers what worked and hands its decisions to the session's events. Every route is applied with SETCONF on the
-/// running tor (tor starts with DisableNetwork 1, so nothing is dialled before the first route).
-final class AssistRunner: Sendable {
-    /// Keys a route sets or resets on the live tor.
-    public static let managedKeys = RoutePlan.managedKeys + ["DisableNetwork"]
+/// Connection assist as a session runs it: a `ConnectionAssistant` against the session's tor,
+/// a memory of what worked (in the state directory), and each decision handed to the session as
+/// an `AssistNotice`. Every route is applied with SETCONF on the running tor (tor starts with
+/// DisableNetwork 1, so nothing is dialled before the first route). Drives tor only through
+/// `TorControlling`, so it runs without a tor in tests.
+package final class AssistRunner: Sendable {
+    /// The option that switches tor's network off and on.
+    package static let networkSwitch = "DisableNetwork"
+
+    /// The option that keeps tor off the network until assist applies the first route.
+    package static var networkOff: TorOption { try! TorOption(networkSwitch, "1") }
 
     private struct Running {
         var assistant: ConnectionAssistant<ContinuousClock>
@@ -15,8 +20,14 @@ final class AssistRunner: Sendable {
         var listener: Task<Void, Never>
     }
 
-    private let manager: TorManager
-    private let settings: SettingsSource
+    /// The tor options of one route.
+    package typealias RouteOptions = @Sendable (AssistRoute) throws -> [TorOption]
+
+    private let tor: any TorControlling
+    private let stateDirectory: URL
+    private let routeOptions: RouteOptions
+    /// Keys a route sets or resets on the live tor (the network switch among them).
+    private let managedKeys: [String]
     private let running = Mutex<Running?>(nil)
     private let strategy: AssistStrategy
     private let probes: AssistProbes?
@@ -25,49 +36,49 @@ final class AssistRunner: Sendable {
     private let started = ContinuousClock.now
     /// Called with each snapshot (for the status file and stream).
     private let onSnapshot: @Sendable (AssistSnapshot) -> Void
-    private let emit: @Sendable (SessionEvent) -> Void
+    private let notify: @Sendable (AssistNotice) -> Void
 
-    private let eventLog: RunEventLog?
-
-    init(manager: TorManager, settings: SettingsSource, strategy: AssistStrategy = .race, probes: AssistProbes?,
-         eventLog: RunEventLog?, emit: @escaping @Sendable (SessionEvent) -> Void,
-         onSnapshot: @escaping @Sendable (AssistSnapshot) -> Void) {
-        self.eventLog = eventLog
-        self.manager = manager
-        self.settings = settings
-        self.emit = emit
+    /// - Parameters:
+    ///   - routeKeys: the option keys a route may set; each route resets them (and the network
+    ///     switch) before setting its own.
+    ///   - routeOptions: a route's tor options (bridges, transport plugins).
+    package init(tor: any TorControlling, stateDirectory: URL, strategy: AssistStrategy = .race, probes: AssistProbes?,
+                 routeKeys: [String], routeOptions: @escaping RouteOptions,
+                 notify: @escaping @Sendable (AssistNotice) -> Void,
+                 onSnapshot: @escaping @Sendable (AssistSnapshot) -> Void) {
+        self.tor = tor
+        self.stateDirectory = stateDirectory
+        self.routeOptions = routeOptions
+        managedKeys = routeKeys + [Self.networkSwitch]
+        self.notify = notify
         self.strategy = strategy
         self.probes = probes
         self.onSnapshot = onSnapshot
-        let memory = AssistMemory.read(in: settings.stateDirectory)
+        let memory = AssistMemory.read(in: stateDirectory)
         self.memory = Mutex(memory)
         network = memory.networkKey(gatewayHardwareAddress: AssistMemory.defaultGatewayHardwareAddress())
     }
 
     /// A transport's failed dial (typed): a failure signal for the route using that transport.
-    func transportDialFailed(transport: String, code: String, kind: String) {
+    package func transportDialFailed(transport: String, code: String, kind: String) {
         guard let assistant = running.withLock({ $0?.assistant }) else { return }
         let signal = ConnectionSignal(source: .transportDial, problem: ConnectionProblem(transportCode: code, kind: kind), peer: nil)
         Task { await assistant.report(signal, transport: transport) }
     }
 
-    /// The option that keeps tor off the network until assist applies the first route.
-    static var networkOff: TorOption { try! TorOption("DisableNetwork", "1") }
-
-    func start(_ plan: AssistRoutePlan) async {
-        emit(.assistStarted(order: plan.routes.map(\.label), probing: strategy == .race,
-                            lastGoodFirst: plan.lastGoodFirst ? plan.routes.first?.label : nil, notes: plan.notes))
-        let settings = settings
-        let manager = manager
+    package func start(_ plan: AssistRoutePlan) async {
+        notify(.started(order: plan.routes.map(\.name), probing: strategy == .race,
+                        lastGoodFirst: plan.lastGoodFirst ? plan.routes.first?.name : nil, notes: plan.notes))
+        let tor = tor
+        let routeOptions = routeOptions
+        let managedKeys = managedKeys
         var probe: ConnectionAssistant<ContinuousClock>.RouteProbe?
         if let probes {
             probe = { @Sendable route in await probes.probe(route) }
         }
-        let assistant = ConnectionAssistant(routes: plan.routes, manager: manager, clock: ContinuousClock(), strategy: strategy,
+        let assistant = ConnectionAssistant(routes: plan.routes, tor: tor, clock: ContinuousClock(), strategy: strategy,
                                             probe: probe) { route in
-            let routePlan = try settings.plan(for: route)
-            try await manager.reconfigure(routePlan.options + [try TorOption("DisableNetwork", "0")],
-                                          resetting: Self.managedKeys)
+            try await tor.reconfigure(try routeOptions(route) + [try TorOption(Self.networkSwitch, "0")], resetting: managedKeys)
         }
         let updates = await assistant.updates()
         let listener = Task { [self] in
@@ -80,16 +91,16 @@ final class AssistRunner: Sendable {
     }
 
     /// New routes from changed settings; says what assist does now.
-    func replace(_ plan: AssistRoutePlan) async {
+    package func replace(_ plan: AssistRoutePlan) async {
         guard let assistant = running.withLock({ $0?.assistant }) else { return await start(plan) }
         let before = await assistant.snapshot
         await assistant.replaceRoutes(plan.routes)
         let after = await assistant.snapshot
         let switched = after.route != before.route || after.attempts.count != before.attempts.count
-        emit(.settingsApplied(.assistRoutesReplaced(nowTrying: switched ? after.route : nil, order: after.order, notes: plan.notes)))
+        notify(.routesReplaced(nowTrying: switched ? after.route : nil, order: after.order, notes: plan.notes))
     }
 
-    func stop() async {
+    package func stop() async {
         guard let current = running.withLock({ state -> Running? in defer { state = nil }; return state }) else { return }
         current.driver.cancel()
         await current.driver.value
@@ -101,13 +112,12 @@ final class AssistRunner: Sendable {
         onSnapshot(update.snapshot)
         var memoryChanged = false
         for event in update.events {
-            eventLog?.assist(event)
             switch event {
             case .connected(let route, _):
                 do {
-                    try AssistFiles.writeLastGoodRoute(route.key, in: settings.stateDirectory)
+                    try AssistFiles.writeLastGoodRoute(route.key, in: stateDirectory)
                 } catch {
-                    emit(.warning(SessionWarning(.cannotRememberRoute, "cannot remember the route that worked: \(error)")))
+                    notify(.cannotRememberRoute(message: "cannot remember the route that worked: \(error)"))
                 }
                 let seconds = (ContinuousClock.now - started).seconds
                 memory.withLock { $0.recordSuccess(route.key, network: network, secondsToReady: seconds) }
@@ -121,11 +131,11 @@ final class AssistRunner: Sendable {
         }
         if memoryChanged {
             do {
-                try memory.withLock { $0 }.write(in: settings.stateDirectory)
+                try memory.withLock { $0 }.write(in: stateDirectory)
             } catch {
-                emit(.warning(SessionWarning(.cannotUpdateAssistMemory, "cannot update the connection assist memory: \(error)")))
+                notify(.cannotUpdateMemory(message: "cannot update the connection assist memory: \(error)"))
             }
         }
-        for event in update.events { emit(.assist(event)) }
+        for event in update.events { notify(.event(event)) }
     }
 }

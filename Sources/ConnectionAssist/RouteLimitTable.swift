@@ -1,6 +1,7 @@
 import PosternSystem
 import PosternLinkSpec
 import Foundation
+import PosternTor
 
 /// Per-kind limits: the defaults with overrides from the settings file and the command line.
 /// Keys are "direct" or a transport name.

@@ -1,4 +1,5 @@
 import Foundation
+import PosternTor
 import PosternSystem
 
 /// Connection assist's two small files, both written atomically with mode 0600 (a temporary file

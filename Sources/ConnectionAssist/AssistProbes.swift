@@ -1,7 +1,6 @@
-import BridgeConfig
 import Foundation
 import Obfs4Transport
-import PosternCore
+import PosternTor
 import SnowflakeTransport
 import TransportBase
 import TransportWire
@@ -21,7 +20,7 @@ import TransportWire
 /// No app traffic, no other address. Not done (yet): TLS and tor's link handshake (VERSIONS
 /// cell) on direct and vanilla probes; TCP alone cannot see a censor that resets TLS, which
 /// tor's ORCONN failures then show.
-struct AssistProbes: Sendable {
+package struct AssistProbes: Sendable {
     /// The limit for a TCP connect (direct, vanilla) and for a transport's handshake.
     var connectTimeout: Duration = .seconds(3)
     /// The limit for a snowflake rendezvous and data channel, as a whole.
@@ -32,7 +31,7 @@ struct AssistProbes: Sendable {
     /// The directory endpoints of the run's tor (address:ORPort).
     let directEndpoints: [TransportEndpoint]
 
-    init(torOptions: [TorOption]) throws {
+    package init(torOptions: [TorOption]) throws {
         // No retry with an old-style key for obfs4: one attempt says enough, and a retry would
         // double the time a silently dropped bridge takes to fail.
         registry = try TransportRegistry([Obfs4Transport(connectTimeout: .seconds(3), handshakeTimeout: .seconds(3), retryForOldBridges: false),
@@ -63,7 +62,7 @@ struct AssistProbes: Sendable {
         return endpoints
     }
 
-    func probe(_ route: AssistRoute) async -> ProbeResult {
+    package func probe(_ route: AssistRoute) async -> ProbeResult {
         let started = ContinuousClock.now
         guard let transport = route.transport else {
             return await tcp(Array(directEndpoints.prefix(peersPerRoute)), started: started)

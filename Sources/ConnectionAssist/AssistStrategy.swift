@@ -1,4 +1,5 @@
 import Foundation
+import PosternTor
 
 /// How connection assist picks and leaves routes.
 public struct AssistStrategy: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {

@@ -1,3 +1,5 @@
+import PosternTor
+
 /// What the selector decided; the driver applies `trying` routes to tor and reports the rest.
 public enum AssistEvent: Sendable, Hashable {
     /// Apply this route now. `position` is 1-based within `count` routes; `cycle` counts passes.

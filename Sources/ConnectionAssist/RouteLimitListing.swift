@@ -1,4 +1,5 @@
 import Foundation
+import PosternTor
 import PosternLinkSpec
 import PosternSystem
 
