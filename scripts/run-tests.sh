@@ -101,8 +101,15 @@ echo "== unit, CLI and transport tests (one process)" >&2
 # first seconds of the shared process, where every suite starts at once, that held tests with 5 s
 # handshake deadlines off the CPU for 17-20 s (two fresh-clone runs, one such test each). It runs
 # alone, in a process of its own, after the shared one.
-run_group "all but TestBedSuite" --skip '\.TestBedSuite/' --skip 'FirefoxComparisonTests'
+#
+# Tests that set process environment variables (libcurl and the plugin launcher read them) also run
+# in a process of their own: setenv while another thread's Foundation Process.run copies the
+# environment crashed the shared process (signal 11 in Process.run's memcpy, a `make test-fast` run
+# on 2026-12-02, while ProxyEnvironmentTests set its variables and CLITests started children).
+environment_tests='ProxyEnvironmentTests|thePluginGetsThePTEnvironmentAndNoProxyVariables'
+run_group "all but TestBedSuite" --skip '\.TestBedSuite/' --skip 'FirefoxComparisonTests' --skip "$environment_tests"
 run_group "FirefoxComparisonTests" --filter 'FirefoxComparisonTests'
+run_group "tests that set environment variables" --filter "$environment_tests"
 
 if [ "$fast" = 1 ]; then
   # `make test-fast`: the unit, CLI and transport tests above and the repository checks; no
