@@ -19,10 +19,10 @@ import TransportTLS
         return listener
     }
 
-    /// The bounds are generous on purpose: the unit tests run hundreds at once on two cores, where
-    /// a fresh-clone run saw this suite's first test scheduled 17 s late. A server that sends bad
-    /// bytes must fail on the bytes (`tls-handshake-failed`), long before the 30 s deadline; a
-    /// silent one is cut at its deadline and not much later.
+    /// The unit tests run hundreds at once on two cores, where fresh-clone runs saw this suite's
+    /// first test scheduled 17-20 s late. A server that sends bad bytes must fail on the bytes
+    /// (`tls-handshake-failed`, not the 30 s deadline's `tls-handshake-timed-out`); a silent one is
+    /// cut at its deadline and not much later.
     private func failure(against listener: LoopbackListener, timeout: Duration = .seconds(30)) async -> (TransportError?, Duration) {
         let started = ContinuousClock.now
         do {
@@ -37,9 +37,11 @@ import TransportTLS
     @Test func garbageFailsTheHandshakeAtOnce() async throws {
         let listener = try server { try await $0.write(Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8) + [UInt8](repeating: 0xff, count: 200)) }
         defer { listener.close() }
-        let (error, took) = await failure(against: listener)
+        // The code is the proof: tls-handshake-failed comes from the bytes, before the 30 s deadline
+        // (which would say tls-handshake-timed-out). No bound on the time: under two cores' load
+        // this test was scheduled 17-20 s late in fresh-clone runs (twice, 2026-12-01 and -02).
+        let (error, _) = await failure(against: listener)
         #expect(error?.code == .tlsHandshakeFailed, "\(String(describing: error))")
-        #expect(took < .seconds(20))
     }
 
     @Test func anOversizedRecordFailsTheHandshake() async throws {
@@ -47,9 +49,11 @@ import TransportTLS
         // followed by that many bytes.
         let listener = try server { try await $0.write([22, 3, 3, 0xff, 0xff] + [UInt8](repeating: 2, count: 65535)) }
         defer { listener.close() }
-        let (error, took) = await failure(against: listener)
+        // The code is the proof: tls-handshake-failed comes from the bytes, before the 30 s deadline
+        // (which would say tls-handshake-timed-out). No bound on the time: under two cores' load
+        // this test was scheduled 17-20 s late in fresh-clone runs (twice, 2026-12-01 and -02).
+        let (error, _) = await failure(against: listener)
         #expect(error?.code == .tlsHandshakeFailed, "\(String(describing: error))")
-        #expect(took < .seconds(20))
     }
 
     @Test func aSilentServerTimesOutAtTheDeadline() async throws {
@@ -58,7 +62,7 @@ import TransportTLS
         let (error, took) = await failure(against: listener, timeout: .seconds(1))
         #expect(error?.code == .tlsHandshakeTimedOut, "\(String(describing: error))")
         #expect(error?.kind == .timeout)
-        #expect(took >= .seconds(1) && took < .seconds(20))
+        #expect(took >= .seconds(1) && took < .seconds(45))
     }
 
     @Test func aServerThatClosesFailsWithAClearReason() async throws {
@@ -81,6 +85,6 @@ import TransportTLS
         defer { listener.close() }
         let (error, took) = await failure(against: listener, timeout: .seconds(1))
         #expect(error?.code == .tlsHandshakeTimedOut, "\(String(describing: error))")
-        #expect(took < .seconds(20))
+        #expect(took < .seconds(45))
     }
 }
