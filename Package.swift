@@ -147,7 +147,7 @@ let package = Package(
                                                        "PosternTestSupport"],
                     path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "CoreTests", dependencies: ["PosternSystem", "PosternCrypto", "PosternTor", "ConnectionAssist", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "TransportWire", "PosternTestSupport"], path: "Tests/CoreTests",
+        .testTarget(name: "CoreTests", dependencies: ["PosternSystem", "PosternCrypto", "PosternTor", "ConnectionAssist", "PosternRuntime", "PosternAppLayer", "BridgeConfig", "TransportWire", "TransportBase", "PosternLinkSpec", "PosternTestSupport"], path: "Tests/CoreTests",
                     exclude: ["Vectors"]),
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),

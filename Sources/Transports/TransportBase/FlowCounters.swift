@@ -14,6 +14,7 @@ public final class FlowCounters: Sendable {
     /// Offsets in nanoseconds; -1 until it happened.
     private let connectedAt = Atomic<Int64>(-1)
     private let firstWriteAt = Atomic<Int64>(-1)
+    private let lastWriteAt = Atomic<Int64>(-1)
     private let lastReadAt = Atomic<Int64>(-1)
 
     public init() {}
@@ -29,8 +30,10 @@ public final class FlowCounters: Sendable {
     func didWrite(_ count: Int) {
         guard count > 0 else { return }
         sent.wrappingAdd(count, ordering: .relaxed)
+        let at = now()
+        lastWriteAt.store(at, ordering: .relaxed)
         if firstWriteAt.load(ordering: .relaxed) < 0 {
-            _ = firstWriteAt.compareExchange(expected: -1, desired: now(), ordering: .relaxed)
+            _ = firstWriteAt.compareExchange(expected: -1, desired: at, ordering: .relaxed)
         }
     }
 
@@ -43,9 +46,10 @@ public final class FlowCounters: Sendable {
     /// The counts and times now.
     public func snapshot() -> FlowCounts {
         func offset(_ value: Int64) -> Duration? { value < 0 ? nil : .nanoseconds(value) }
-        return FlowCounts(bytesSent: sent.load(ordering: .relaxed), bytesReceived: received.load(ordering: .relaxed),
+        return FlowCounts(started: started, bytesSent: sent.load(ordering: .relaxed), bytesReceived: received.load(ordering: .relaxed),
                           connectedAfter: offset(connectedAt.load(ordering: .relaxed)),
                           firstWriteAfter: offset(firstWriteAt.load(ordering: .relaxed)),
+                          lastWriteAfter: offset(lastWriteAt.load(ordering: .relaxed)),
                           lastReadAfter: offset(lastReadAt.load(ordering: .relaxed)),
                           age: .nanoseconds(now()))
     }
@@ -53,22 +57,27 @@ public final class FlowCounters: Sendable {
 
 /// A snapshot of ``FlowCounters``: all times are offsets from the start of the connect.
 public struct FlowCounts: Sendable, Equatable {
+    /// When the connect began: orders flows in time, and the offsets below count from it.
+    public let started: ContinuousClock.Instant
     public let bytesSent: Int
     public let bytesReceived: Int
     /// When the TCP handshake completed; nil if it never did.
     public let connectedAfter: Duration?
     public let firstWriteAfter: Duration?
+    public let lastWriteAfter: Duration?
     /// When the peer's most recent byte arrived.
     public let lastReadAfter: Duration?
     /// How long the flow has existed (when it ended, for a finished flow).
     public let age: Duration
 
-    public init(bytesSent: Int, bytesReceived: Int, connectedAfter: Duration?, firstWriteAfter: Duration?,
-                lastReadAfter: Duration?, age: Duration) {
+    public init(started: ContinuousClock.Instant, bytesSent: Int, bytesReceived: Int, connectedAfter: Duration?,
+                firstWriteAfter: Duration?, lastWriteAfter: Duration?, lastReadAfter: Duration?, age: Duration) {
+        self.started = started
         self.bytesSent = bytesSent
         self.bytesReceived = bytesReceived
         self.connectedAfter = connectedAfter
         self.firstWriteAfter = firstWriteAfter
+        self.lastWriteAfter = lastWriteAfter
         self.lastReadAfter = lastReadAfter
         self.age = age
     }

@@ -1,0 +1,143 @@
+import ConnectionAssist
+import PosternLinkSpec
+import Testing
+import TransportBase
+
+/// Every rule of CensorReader's table from synthetic flow reports (what the bed's censors produce:
+/// docs/plans/CENSOR-AWARE-ASSIST.md's table of fet, freeze and burst), and the guards against
+/// naming a cause the evidence does not carry.
+@Suite struct CensorReaderTests {
+    private static let start = ContinuousClock.now
+    private let bridge = try! TransportEndpoint(parsing: "192.0.2.10:443")
+    private let otherBridge = try! TransportEndpoint(parsing: "192.0.2.11:443")
+
+    private func flow(_ peer: TransportEndpoint, connected: Bool = true, sent: Int = 0, received: Int = 0,
+                      firstWrite: Duration? = nil, lastWrite: Duration? = nil, lastRead: Duration? = nil, age: Duration,
+                      error: TransportError.Code? = nil, open: Bool = false, endedByPeer: Bool = false) -> FlowReport {
+        let counts = FlowCounts(started: Self.start, bytesSent: sent, bytesReceived: received,
+                                connectedAfter: connected ? .milliseconds(20) : nil, firstWriteAfter: firstWrite,
+                                lastWriteAfter: lastWrite ?? firstWrite, lastReadAfter: lastRead, age: age)
+        return FlowReport(peer: peer, origin: .transport, throughProxy: false, counts: counts,
+                          error: error.map { TransportError(code: $0, kind: .network, message: "test") }, isOpen: open, endedByPeer: endedByPeer)
+    }
+
+    /// fet: our obfs4 packet, a reset 31 ms later with nothing back.
+    private func fetReset(_ peer: TransportEndpoint) -> FlowReport {
+        flow(peer, sent: 1200, firstWrite: .milliseconds(25), age: .milliseconds(56), error: .connectionReset)
+    }
+
+    @Test func aResetAfterTheFirstPacketThenSilenceIsAProtocolBlock() throws {
+        let evidence = CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: [fetReset(bridge)],
+                                             confirmations: [bridge: .silent], otherRouteAnswered: true)
+        let diagnosis = try #require(CensorReader.diagnose(evidence))
+        #expect(diagnosis.technique == .protocolBlock)
+        #expect(diagnosis.confidence == .likely)
+        #expect(diagnosis.rulesOutRoute)
+        #expect(diagnosis.observed == "reset 31 ms after our first packet, nothing came back, then the address went silent")
+        #expect(diagnosis.passes.contains(.webtunnel) && diagnosis.passes.contains(.snowflake) && !diagnosis.passes.contains(.obfs4))
+        #expect(!diagnosis.description.contains("192.0.2"))
+        // Two addresses alike: seen.
+        let both = CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: [fetReset(bridge), fetReset(otherBridge)],
+                                         confirmations: [bridge: .silent, otherBridge: .silent], otherRouteAnswered: true)
+        #expect(CensorReader.diagnose(both)?.confidence == .seen)
+    }
+
+    @Test func aResetWhoseAddressStillAnswersNamesNoCause() throws {
+        let evidence = CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: [fetReset(bridge)],
+                                             confirmations: [bridge: .answered], otherRouteAnswered: true)
+        let diagnosis = try #require(CensorReader.diagnose(evidence))
+        #expect(diagnosis.technique == .inconclusive)
+        #expect(!diagnosis.rulesOutRoute)
+        #expect(diagnosis.meaning.isEmpty)
+    }
+
+    @Test func oneResetWithoutItsConfirmationNamesNothingYet() {
+        let unconfirmed = CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: [fetReset(bridge)], otherRouteAnswered: true)
+        #expect(CensorReader.diagnose(unconfirmed) == nil)
+        // Silent afterwards, but nothing else answered either: the network may be down.
+        let offline = CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: [fetReset(bridge)],
+                                            confirmations: [bridge: .silent], otherRouteAnswered: false)
+        #expect(CensorReader.diagnose(offline) == nil)
+    }
+
+    @Test func silenceAfterAClientHelloWhileOtherTLSPassesIsAFingerprintBlock() throws {
+        let silent = flow(bridge, sent: 1800, firstWrite: .milliseconds(25), age: .seconds(5), error: .connectionClosed)
+        let diagnosis = try #require(CensorReader.diagnose(CensorReader.Evidence(
+            transport: .webtunnel, firstPacketIsTLS: true, flows: [silent], otherRouteAnswered: true, otherTLSPassed: true)))
+        #expect(diagnosis.technique == .fingerprintBlock)
+        #expect(diagnosis.observed.hasPrefix("no reply to our first packet within 4 s"))
+        #expect(diagnosis.rulesOutRoute)
+        // Without another TLS handshake that passed, nothing is claimed.
+        #expect(CensorReader.diagnose(CensorReader.Evidence(transport: .webtunnel, firstPacketIsTLS: true, flows: [silent],
+                                                            otherRouteAnswered: true)) == nil)
+    }
+
+    @Test func dataThatStopsOnAnOpenConnectionIsAFreeze() throws {
+        // freeze: ~14.5 KB came, then nothing for 20 s while tor kept writing.
+        let frozen = flow(bridge, sent: 3000, received: 14_480, firstWrite: .milliseconds(30), lastWrite: .seconds(15),
+                          lastRead: .milliseconds(400), age: .seconds(20), open: true)
+        let one = try #require(CensorReader.diagnose(CensorReader.Evidence(transport: .vanilla, firstPacketIsTLS: true, flows: [frozen],
+                                                                            otherRouteAnswered: true)))
+        #expect(one.technique == .freeze && one.confidence == .likely && one.rulesOutRoute)
+        #expect(one.observed == "data stopped after ~14 KB; the connection stayed open")
+        #expect(one.passes == [.snowflake, .webtunnel])
+        let again = flow(otherBridge, sent: 2000, received: 15_100, firstWrite: .milliseconds(30), lastWrite: .seconds(12),
+                         lastRead: .milliseconds(500), age: .seconds(19), open: true)
+        #expect(CensorReader.diagnose(CensorReader.Evidence(transport: .vanilla, firstPacketIsTLS: true, flows: [frozen, again],
+                                                            otherRouteAnswered: true))?.confidence == .seen)
+        // A peer that closed after its answer is not a freeze, nor one we stopped writing to.
+        let closedByPeer = flow(bridge, sent: 3000, received: 14_480, firstWrite: .milliseconds(30), lastWrite: .seconds(15),
+                                lastRead: .milliseconds(400), age: .seconds(20), endedByPeer: true)
+        let idle = flow(bridge, sent: 3000, received: 14_480, firstWrite: .milliseconds(30), lastWrite: .milliseconds(300),
+                        lastRead: .milliseconds(400), age: .seconds(20), open: true)
+        #expect(CensorReader.diagnose(CensorReader.Evidence(transport: .vanilla, firstPacketIsTLS: true, flows: [closedByPeer],
+                                                            otherRouteAnswered: true)) == nil)
+        #expect(CensorReader.diagnose(CensorReader.Evidence(transport: .vanilla, firstPacketIsTLS: true, flows: [idle],
+                                                            otherRouteAnswered: true)) == nil)
+    }
+
+    @Test func refusedEverywhereIsWordedAsObservedNeverAsDead() throws {
+        let refused = flow(bridge, connected: false, age: .milliseconds(2), error: .connectionRefused)
+        let diagnosis = try #require(CensorReader.diagnose(CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: [refused],
+                                                                                  otherRouteAnswered: true)))
+        #expect(diagnosis.technique == .refusedEverywhere)
+        #expect(diagnosis.observed == "refused on its address (closed ports, or a censor refusing for them)")
+        #expect(!diagnosis.description.contains("dead") && !diagnosis.description.contains("nothing listens"))
+    }
+
+    @Test func silenceAtConnectIsAnAddressBlockOnlyWhileOthersAnswer() throws {
+        let silent = [flow(bridge, connected: false, age: .seconds(3), error: .timedOut),
+                      flow(otherBridge, connected: false, age: .seconds(3), error: .timedOut)]
+        let blocked = try #require(CensorReader.diagnose(CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: silent,
+                                                                                otherRouteAnswered: true)))
+        #expect(blocked.technique == .addressBlock && blocked.rulesOutRoute)
+        #expect(blocked.observed == "no answer from any of its 2 addresses while others answer")
+        let everything = try #require(CensorReader.diagnose(CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: silent,
+                                                                                   otherRouteAnswered: false)))
+        #expect(everything.technique == .nothingAnswers && !everything.rulesOutRoute)
+    }
+
+    @Test func anUntrustedCertificateIsInterceptionAtOnce() throws {
+        let error = TransportError(code: TransportError.Code(rawValue: "webtunnel-tls-failed"), kind: .protocolViolation,
+                                   message: "TLS failed: certificate verify failed: unable to get local issuer certificate")
+        let diagnosis = try #require(CensorReader.diagnose(CensorReader.Evidence(transport: .webtunnel, firstPacketIsTLS: true, flows: [],
+                                                                                  dialErrors: [error], otherRouteAnswered: true)))
+        #expect(diagnosis.technique == .interception && diagnosis.rulesOutRoute)
+        #expect(diagnosis.passes == [.obfs4, .snowflake])
+    }
+
+    @Test func slowDataIsAThrottleThatKeepsTheRoute() throws {
+        let slow = flow(bridge, sent: 50_000, received: 400_000, firstWrite: .milliseconds(30), lastWrite: .seconds(19),
+                        lastRead: .seconds(20), age: .seconds(20), open: true)
+        let diagnosis = try #require(CensorReader.diagnose(CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: [slow],
+                                                                                  otherRouteAnswered: true)))
+        #expect(diagnosis.technique == .throttle && !diagnosis.rulesOutRoute)
+        #expect(diagnosis.observed == "works, slowly: data came at ~160 kbit/s")
+    }
+
+    @Test func aHealthyConnectionNamesNothing() {
+        let fine = flow(bridge, sent: 40_000, received: 2_000_000, firstWrite: .milliseconds(30), lastWrite: .seconds(2),
+                        lastRead: .seconds(2), age: .seconds(2), open: true)
+        #expect(CensorReader.diagnose(CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: [fine], otherRouteAnswered: true)) == nil)
+    }
+}
