@@ -295,11 +295,15 @@ public struct BridgeHealthCheck: Sendable {
         (error as? TransportError)?.description ?? "\(error)"
     }
 
+    /// What a refused connection shows, and no more: a closed port and a censor's forged refusal
+    /// look the same from here (issue #22).
+    static let refusedReason = "refused: the connection was refused (a closed port, or a censor)"
+
     static func tcpReason(_ error: any Error) -> String {
         guard let error = error as? TransportError else { return "unreachable: \(error)" }
         switch error.code {
-        case .connectionRefused: return "refused (nothing listens there)"
-        case .timedOut: return "timeout (no answer: down or blocked)"
+        case .connectionRefused: return Self.refusedReason
+        case .timedOut: return "no answer: the connection timed out (the bridge is down, or the path drops it)"
         case .networkUnreachable, .hostUnreachable: return "unreachable (\(error.message))"
         default: return "unreachable (\(error.message))"
         }
@@ -316,11 +320,11 @@ public struct BridgeHealthCheck: Sendable {
             case "obfs4-server-mac-mismatch", "obfs4-server-mark-not-found", "obfs4-ntor-auth-mismatch":
                 return "handshake failed: the reply does not match the cert (wrong cert or fingerprint)"
             case "connection-refused":
-                return "refused (nothing listens there)"
+                return Self.refusedReason
             default: break
             }
         }
-        if error.code == .connectionRefused { return "refused (nothing listens there)" }
+        if error.code == .connectionRefused { return Self.refusedReason }
         if error.kind == .timeout { return "\(transport): timeout (\(error.message))" }
         return "\(transport) handshake failed: \(error.message)"
     }

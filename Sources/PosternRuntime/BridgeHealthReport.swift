@@ -38,7 +38,8 @@ public struct BridgeHealthReport: Encodable, Sendable {
 
     /// A row per bridge: ID, TRANSPORT, TCP, TLS (only when a webtunnel bridge was tested: its
     /// HANDSHAKE is then the upgrade and the 101), HANDSHAKE, BOOTSTRAP (when asked for), STATUS
-    /// ("alive" or "DEAD: reason") and the BRIDGE line.
+    /// ("alive" or "FAILED: what was seen": a failed step shows what happened, not that the bridge
+    /// is gone, which a censor's refusal or silence cannot tell) and the BRIDGE line.
     public var table: String {
         let showsTLS = bridges.contains { $0.tls != nil }
         var header = ["ID", "TRANSPORT", "TCP"] + (showsTLS ? ["TLS"] : []) + ["HANDSHAKE"]
@@ -48,15 +49,15 @@ public struct BridgeHealthReport: Encodable, Sendable {
             var row = [health.id, health.transport, Self.cell(health.tcp)] + (showsTLS ? [Self.cell(health.tls)] : [])
             row.append(Self.cell(health.handshake))
             if bootstrapped { row.append(Self.cell(health.bootstrap)) }
-            row += [health.alive ? "alive" : "DEAD: \(health.reason ?? "?")", health.bridge]
+            row += [health.alive ? "alive" : "FAILED: \(health.reason ?? "?")", health.bridge]
             return row
         }
         return PlainText.table(header: header, rows: rows)
     }
 
-    /// "3 bridges tested in 1.2 s: 2 alive, 1 dead".
+    /// "3 bridges tested in 1.2 s: 2 alive, 1 failed".
     public var summary: String {
-        "\(PlainText.counted(bridges.count, "bridge")) tested in \(String(format: "%.1f", elapsed)) s: \(alive) alive, \(dead) dead"
+        "\(PlainText.counted(bridges.count, "bridge")) tested in \(String(format: "%.1f", elapsed)) s: \(alive) alive, \(dead) failed"
     }
 
     /// The table and the summary.

@@ -22,10 +22,10 @@ import Testing
                                         elapsed: .milliseconds(1249), bootstrapped: false, policy: .safe)
         #expect(report.alive == 1 && report.dead == 1 && report.seconds == 1.249 && report.scrubbed)
         #expect(report.text == """
-            ID      TRANSPORT  TCP       HANDSHAKE  STATUS         BRIDGE
-            a1b2c3  obfs4      ok 12 ms  ok         alive          obfs4 [scrubbed]
-            d4e5f6  obfs4      FAILED    skipped    DEAD: refused  obfs4 [scrubbed]
-            2 bridges tested in 1.2 s: 1 alive, 1 dead
+            ID      TRANSPORT  TCP       HANDSHAKE  STATUS           BRIDGE
+            a1b2c3  obfs4      ok 12 ms  ok         alive            obfs4 [scrubbed]
+            d4e5f6  obfs4      FAILED    skipped    FAILED: refused  obfs4 [scrubbed]
+            2 bridges tested in 1.2 s: 1 alive, 1 failed
             """)
         let object = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(report)) as? [String: Any])
         #expect(Set(object.keys) == ["bridges", "alive", "dead", "seconds", "scrubbed"])
@@ -39,10 +39,10 @@ import Testing
                                          Self.health("a1b2c3", "webtunnel", tcp: Self.ok, tls: Self.ok, handshake: Self.ok, bootstrap: Self.ok)],
                                         elapsed: .seconds(3), bootstrapped: true, policy: .unsafe)
         let lines = report.table.split(separator: "\n").map(String.init)
-        #expect(lines[0] == "ID               TRANSPORT  TCP       TLS       HANDSHAKE  BOOTSTRAP  STATUS                           BRIDGE")
-        #expect(lines[1] == "builtin-obfs4-1  obfs4      ok 12 ms  -         ok 12 ms   FAILED     DEAD: bootstrap failed: refused  obfs4 [scrubbed]")
-        #expect(lines[2] == "a1b2c3           webtunnel  ok 12 ms  ok 12 ms  ok 12 ms   ok 12 ms   alive                            webtunnel [scrubbed]")
-        #expect(report.summary == "2 bridges tested in 3.0 s: 1 alive, 1 dead" && !report.scrubbed)
+        #expect(lines[0] == "ID               TRANSPORT  TCP       TLS       HANDSHAKE  BOOTSTRAP  STATUS                             BRIDGE")
+        #expect(lines[1] == "builtin-obfs4-1  obfs4      ok 12 ms  -         ok 12 ms   FAILED     FAILED: bootstrap failed: refused  obfs4 [scrubbed]")
+        #expect(lines[2] == "a1b2c3           webtunnel  ok 12 ms  ok 12 ms  ok 12 ms   ok 12 ms   alive                              webtunnel [scrubbed]")
+        #expect(report.summary == "2 bridges tested in 3.0 s: 1 alive, 1 failed" && !report.scrubbed)
     }
 
     @Test func cellsAndTheUntestableNote() {

@@ -78,7 +78,7 @@ extension TestBedSuite {
         let text = try await ProcessRunner.run(ProcessRunner.postern, ["bridges", "test", stoppedID, wrongCertID, "--timeout", "3",
                                                                  "--config-dir", config.path])
         #expect(text.status == 1)
-        #expect(text.stdout.contains("DEAD: refused") && text.stdout.contains(stoppedID), "table: \(text.stdout)")
+        #expect(text.stdout.contains("FAILED: refused: the connection was refused (a closed port, or a censor)") && text.stdout.contains(stoppedID), "table: \(text.stdout)")
         for secret in lines.flatMap(TestBed.bridgeSecrets) {
             #expect(!run.stdout.contains(secret) && !text.stdout.contains(secret), "bridge data leaked: \(secret.prefix(6))…")
         }
