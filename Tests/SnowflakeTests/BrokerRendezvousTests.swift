@@ -80,7 +80,7 @@ struct SnowflakeTestBed: Sendable {
     @Test func requestIsPlainHTTP11WithTheGivenHost() {
         let request = HTTPRequest(method: "POST", path: "/client", host: "broker.example", body: Array("1.0\n{}".utf8))
         #expect(String(decoding: request.encoded, as: UTF8.self) ==
-            "POST /client HTTP/1.1\r\nHost: broker.example\r\nUser-Agent: Go-http-client/1.1\r\nContent-Length: 6\r\n\r\n1.0\n{}")
+            "POST /client HTTP/1.1\r\nHost: broker.example\r\nUser-Agent: Go-http-client/1.1\r\nContent-Length: 6\r\nAccept-Encoding: gzip\r\n\r\n1.0\n{}")
     }
 
     /// The request no longer asks the server to close, so a response without a body must end at
