@@ -41,6 +41,9 @@ let package = Package(
         .systemLibrary(name: "CSecp256k1", path: "Sources/CSecp256k1", pkgConfig: "libsecp256k1",
                        providers: [.apt(["libsecp256k1-dev"])]),
 
+        // zlib (Debian zlib1g-dev): inflating a gzip-encoded broker answer (SnowflakeTransport).
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+
         // libnghttp2 (Debian libnghttp2-dev): HTTP/2 framing, HPACK and flow control for TransportWire's
         // HTTP2Connection (the broker and AMP cache when the server picks h2, DNS over HTTPS).
         .systemLibrary(name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2",
@@ -72,7 +75,7 @@ let package = Package(
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
         // HTTPS to the broker, its fronts and the AMP cache, and WebRTC's DTLS, through TransportTLS (NSS).
         .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "TransportTLS",
-                                                           "CNice", "CUsrsctp", "CSnowflakeLibraries"],
+                                                           "CNice", "CUsrsctp", "CSnowflakeLibraries", "CZlib"],
                 path: "Sources/Transports/SnowflakeTransport"),
         // The webtunnel client: TLS (TransportTLS) and an HTTP/1.1 upgrade (TransportWire), then tor's bytes unframed.
         .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportBase", "TransportWire", "TransportTLS"],

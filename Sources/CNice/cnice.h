@@ -36,11 +36,12 @@ static void postern_nice__received(NiceAgent *agent, guint stream, guint compone
     callbacks->receive(callbacks->user, buffer, length);
 }
 
-/// A full RFC 5245 agent; no UPnP; optional STUN server (IP literal).
+/// A full RFC 5245 agent; no UPnP; UDP only (no ICE-TCP: the reference client, pion, offers no TCP
+/// candidate, and libnice's active ones sit on port 9 in the offer); optional STUN server (IP literal).
 static inline NiceAgent *postern_nice_agent_new(GMainContext *context, const char *stun_ip, guint stun_port, gboolean controlling) {
     NiceAgent *agent = nice_agent_new(context, NICE_COMPATIBILITY_RFC5245);
     if (agent == NULL) return NULL;
-    g_object_set(agent, "controlling-mode", controlling, "upnp", FALSE, NULL);
+    g_object_set(agent, "controlling-mode", controlling, "upnp", FALSE, "ice-tcp", FALSE, NULL);
     if (stun_ip != NULL) g_object_set(agent, "stun-server", stun_ip, "stun-server-port", stun_port, NULL);
     return agent;
 }
@@ -58,6 +59,14 @@ static inline gboolean postern_nice_add_local_address(NiceAgent *agent, const ch
     nice_address_init(&address);
     if (!nice_address_set_from_string(&address, ip)) return FALSE;
     return nice_agent_add_local_address(agent, &address);
+}
+
+/// Forgets the STUN server once gathering is done. While a component is not yet connected, libnice
+/// 0.1.21 sends the STUN server a keepalive Binding request built by its ICE STUN agent (RFC 5389
+/// with FINGERPRINT; conncheck.c, "Keeping Candidates Alive"), a request no browser or pion sends;
+/// it sends none when no STUN server is set. The server-reflexive candidate is already gathered.
+static inline void postern_nice_forget_stun_server(NiceAgent *agent) {
+    g_object_set(agent, "stun-server", NULL, NULL);
 }
 
 static inline void postern_nice_agent_unref(NiceAgent *agent) { g_object_unref(agent); }

@@ -80,7 +80,21 @@ struct SnowflakeTestBed: Sendable {
     @Test func requestIsPlainHTTP11WithTheGivenHost() {
         let request = HTTPRequest(method: "POST", path: "/client", host: "broker.example", body: Array("1.0\n{}".utf8))
         #expect(String(decoding: request.encoded, as: UTF8.self) ==
-            "POST /client HTTP/1.1\r\nHost: broker.example\r\nUser-Agent: Go-http-client/1.1\r\nContent-Length: 6\r\nConnection: close\r\n\r\n1.0\n{}")
+            "POST /client HTTP/1.1\r\nHost: broker.example\r\nUser-Agent: Go-http-client/1.1\r\nContent-Length: 6\r\nAccept-Encoding: gzip\r\n\r\n1.0\n{}")
+    }
+
+    /// The request no longer asks the server to close, so a response without a body must end at
+    /// its head: a kept-alive connection would otherwise be read until the deadline.
+    @Test func responsesWithoutABodyEndAtTheHead() throws {
+        for status in [204, 304, 100] {
+            var reader = HTTPResponseReader(bodyLimit: 100)
+            let response = try reader.append(Array("HTTP/1.1 \(status) X\r\nServer: t\r\n\r\n".utf8))
+            #expect(response?.status == status && response?.body.isEmpty == true)
+        }
+        var framed = HTTPResponseReader(bodyLimit: 100)
+        #expect(try framed.append(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8))?.body == Array("ok".utf8))
+        var unframed = HTTPResponseReader(bodyLimit: 100)
+        #expect(try unframed.append(Array("HTTP/1.1 200 OK\r\n\r\nok".utf8)) == nil)
     }
 
     @Test func httpsNeedsATLSConnector() async throws {

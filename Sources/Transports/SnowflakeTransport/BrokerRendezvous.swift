@@ -129,15 +129,23 @@ public struct BrokerRendezvous: Sendable {
                                                  tlsServerName: target.tlsServerName)
         defer { stream.close() }
         // The ClientHello offers h2 as Firefox's does; a server (or front) that picks it gets HTTP/2.
+        var response: HTTPResponse
         if let tls = stream as? BrowserTLSStream, tls.applicationProtocol == "h2" {
-            return try await sendHTTP2(over: tls, method: method, target: target, body: body, peer: peer, deadline: deadline)
+            response = try await sendHTTP2(over: tls, method: method, target: target, body: body, peer: peer, deadline: deadline)
+        } else {
+            do {
+                try await stream.write(HTTPRequest(method: method, path: target.path, host: target.hostHeader, body: body).encoded)
+            } catch {
+                throw SnowflakeError(streamFailure: error)
+            }
+            response = try await HTTPResponse.read(from: stream, bodyLimit: Self.readLimit, peer: peer, deadline: deadline)
         }
-        do {
-            try await stream.write(HTTPRequest(method: method, path: target.path, host: target.hostHeader, body: body).encoded)
-        } catch {
-            throw SnowflakeError(streamFailure: error)
+        // Both forms ask for gzip (as Go's do); as Go's transport, inflate only that coding and pass
+        // any other body through as it came.
+        if response.header("content-encoding")?.trimmingCharacters(in: .whitespaces).lowercased() == "gzip" {
+            response.body = try GzipBody.inflate(response.body, limit: Self.readLimit, peer: peer)
         }
-        return try await HTTPResponse.read(from: stream, bodyLimit: Self.readLimit, peer: peer, deadline: deadline)
+        return response
     }
 
     /// The same exchange as HTTP/2 (TransportWire's HTTP2Connection): `:authority` is the Host the
@@ -147,6 +155,7 @@ public struct BrokerRendezvous: Sendable {
                            peer: String, deadline: ContinuousClock.Instant) async throws(SnowflakeError) -> HTTPResponse {
         var headers: [HTTP2Header] = []
         if let body { headers.append(HTTP2Header(name: "content-length", value: "\(body.count)")) }
+        headers.append(HTTP2Header(name: "accept-encoding", value: "gzip"))
         headers.append(HTTP2Header(name: "user-agent", value: "Go-http-client/2.0"))
         let request = HTTP2Request(method: method, authority: target.hostHeader, path: target.path, headers: headers, body: body)
         do throws(WireError) {

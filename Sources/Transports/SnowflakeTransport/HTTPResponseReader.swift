@@ -121,7 +121,7 @@ package struct HTTPResponseReader {
                 let size = try chunkSize(buffer[start..<end])
                 start = end + 2
                 if size == 0 {
-                    stage = .done  // trailers, if any, are not needed: the request said Connection: close
+                    stage = .done  // trailers, if any, are not needed: the connection is closed after one response
                 } else {
                     guard size <= bodyLimit - body.count else { throw tooLarge() }
                     stage = .chunkData(remaining: size)
@@ -174,7 +174,11 @@ package struct HTTPResponseReader {
              String(decoding: field.value, as: UTF8.self))
         }
         let response = self.response
-        if response.header("transfer-encoding")?.lowercased().contains("chunked") == true {
+        // No body, whatever the fields say (RFC 9112 section 6.3): without this a kept-alive
+        // connection would be read until the deadline.
+        if status < 200 || status == 204 || status == 304 {
+            stage = .done
+        } else if response.header("transfer-encoding")?.lowercased().contains("chunked") == true {
             stage = .chunkSize
         } else if let text = response.header("content-length") {
             guard !text.isEmpty, text.utf8.count <= 19, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),

@@ -100,7 +100,9 @@ public final class ICEAgent: Sendable {
     ///   - stunServer: IP literal and port of the STUN server (the bridge line's first usable `ice=`).
     ///   - localAddresses: addresses to gather host candidates on; empty lets libnice choose its
     ///     interfaces (it skips loopback, so the test bed names 127.0.0.1).
-    public init(stunServer: (ip: String, port: UInt16)?, localAddresses: [String] = []) throws(SnowflakeError) {
+    ///   - controlling: the client that makes the offer controls; a test's second agent does not.
+    public init(stunServer: (ip: String, port: UInt16)?, localAddresses: [String] = [],
+                controlling: Bool = true) throws(SnowflakeError) {
         var continuation: AsyncStream<[UInt8]>.Continuation!
         datagrams = AsyncStream(bufferingPolicy: .bufferingNewest(4096)) { continuation = $0 }
         let events = Events(datagrams: continuation)
@@ -111,8 +113,8 @@ public final class ICEAgent: Sendable {
             throw SnowflakeError(code: .connection, kind: .network, message: "GLib main context could not be created")
         }
         let agent: OpaquePointer? = stunServer.flatMap { server in
-            server.ip.withCString { postern_nice_agent_new(context, $0, guint(server.port), 1) }
-        } ?? postern_nice_agent_new(context, nil, 0, 1)
+            server.ip.withCString { postern_nice_agent_new(context, $0, guint(server.port), controlling ? 1 : 0) }
+        } ?? postern_nice_agent_new(context, nil, 0, controlling ? 1 : 0)
         guard let agent else {
             g_main_loop_unref(loop)
             g_main_context_unref(context)
@@ -204,6 +206,8 @@ public final class ICEAgent: Sendable {
         guard await events.wait(timeout: timeout, until: { $0.gathered }) else {
             throw SnowflakeError(code: .timeout, kind: .network, message: "ICE gathering did not finish in time")
         }
+        // Before any check starts: no FINGERPRINT keepalive to the STUN server (cnice.h says why).
+        postern_nice_forget_stun_server(handles.agent)
         var candidates: [ICECandidate] = []
         var list = nice_agent_get_local_candidates(handles.agent, handles.stream, 1)
         let head = list

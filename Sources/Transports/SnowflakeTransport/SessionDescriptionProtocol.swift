@@ -2,14 +2,16 @@
 // RFC 8839 ICE attributes, RFC 8841 SCTP-over-DTLS, RFC 8122 fingerprints).
 //
 // Offer (non-trickle: every candidate is in it, ended by a=end-of-candidates), one data-channel
-// media section, shaped like pion's offer so that proxies (pion, browsers) take it:
+// media section, shaped like pion's offer (the reference client's; PionOfferShape says field by
+// field) so that proxies (pion, browsers) take it and see what every other snowflake user sends:
 //
-//     v=0 / o=- <id> 2 IN IP4 0.0.0.0 / s=- / t=0 0
+//     v=0 / o=- <id> <Unix time> IN IP4 0.0.0.0 / s=- / t=0 0
 //     a=fingerprint:sha-256 <our DTLS certificate digest, colon-separated upper-case hex>
+//     a=extmap-allow-mixed
 //     a=group:BUNDLE 0
 //     m=application 9 UDP/DTLS/SCTP webrtc-datachannel / c=IN IP4 0.0.0.0
 //     a=setup:actpass / a=mid:0 / a=sendrecv / a=sctp-port:5000
-//     a=ice-ufrag:<ufrag> / a=ice-pwd:<pwd> / a=candidate:... / a=end-of-candidates
+//     a=ice-ufrag:<ufrag> / a=ice-pwd:<pwd> / a=candidate:... (pion's form) / a=end-of-candidates
 //
 // The proxy answers a=setup:active: it is the DTLS client, we are the DTLS server.
 //
@@ -73,16 +75,21 @@ public struct ICECandidate: Hashable, Sendable {
 /// What our offer says about us.
 public struct DataChannelOffer: Hashable, Sendable {
     public var sessionID: UInt64
+    /// The `o=` line's session version: the Unix time of the offer, as pion writes it.
+    public var sessionVersion: UInt64
     public var iceUsernameFragment: String
     public var icePassword: String
     /// SHA-256 digest of our DTLS certificate (32 bytes).
     public var certificateDigest: [UInt8]
+    /// The candidates as the ICE agent gathered them; the offer writes them in pion's form.
     public var candidates: [ICECandidate]
     public var sctpPort: Int = 5000
 
-    public init(sessionID: UInt64 = UInt64.random(in: 1...UInt64(Int64.max)), iceUsernameFragment: String,
+    public init(sessionID: UInt64 = UInt64.random(in: 1...UInt64(Int64.max)),
+                sessionVersion: UInt64? = nil, iceUsernameFragment: String,
                 icePassword: String, certificateDigest: [UInt8], candidates: [ICECandidate]) {
         self.sessionID = sessionID
+        self.sessionVersion = sessionVersion ?? PionOfferShape.sessionVersion()
         self.iceUsernameFragment = iceUsernameFragment
         self.icePassword = icePassword
         self.certificateDigest = certificateDigest
@@ -92,10 +99,11 @@ public struct DataChannelOffer: Hashable, Sendable {
     public var sdp: String {
         var lines = [
             "v=0",
-            "o=- \(sessionID) 2 IN IP4 0.0.0.0",
+            "o=- \(sessionID) \(sessionVersion) IN IP4 0.0.0.0",
             "s=-",
             "t=0 0",
             "a=fingerprint:sha-256 " + fingerprintText(certificateDigest),
+            "a=extmap-allow-mixed",
             "a=group:BUNDLE 0",
             "m=application 9 UDP/DTLS/SCTP webrtc-datachannel",
             "c=IN IP4 0.0.0.0",
@@ -106,17 +114,17 @@ public struct DataChannelOffer: Hashable, Sendable {
             "a=ice-ufrag:\(iceUsernameFragment)",
             "a=ice-pwd:\(icePassword)",
         ]
-        lines += candidates.map { "a=candidate:" + $0.attributeValue }
+        lines += PionOfferShape.candidateLines(candidates).map { "a=candidate:" + $0 }
         lines.append("a=end-of-candidates")
         return lines.joined(separator: "\r\n") + "\r\n"
     }
 
     public var sessionDescription: SessionDescription { SessionDescription(type: "offer", sdp: sdp) }
 
-    /// Random ICE credentials of the lengths browsers use (ufrag 16, password 32; RFC 8839 needs
-    /// at least 4 and 22 ice-chars).
+    /// Random ICE credentials as pion makes them: letters only, ufrag 16, password 32 (RFC 8839
+    /// needs at least 4 and 22 ice-chars).
     public static func randomCredentials() -> (usernameFragment: String, password: String) {
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        let alphabet = PionOfferShape.iceCharacters
         var generator = SystemRandomNumberGenerator()
         func word(_ n: Int) -> String { String((0..<n).map { _ in alphabet.randomElement(using: &generator)! }) }
         return (word(16), word(32))
