@@ -33,7 +33,8 @@ demo: deps
 	scripts/demo.sh
 
 # scripts/bench.sh, one run: obfs4 client vs obfs4proxy's own client (throughput, CPU per 100 MB
-# both ways, against the cipher alone too, handshake); in one test bed it brings up and takes down,
+# both ways, against the cipher alone too, handshake); TLS handshake time of TransportTLS (NSS,
+# firefox-esr and randomized-alpn) vs OpenSSL's default client against one s_server; in one test bed it brings up and takes down,
 # `postern run` RSS vs tor + obfs4proxy through the same obfs4 bridge, and our snowflake client vs
 # Debian's snowflake-client (bootstrap, channel, first byte, throughput); then the RESULT ratios.
 # Then connection assist: time to ready under none, block-tor, block-tor-and-bridges for the race and

@@ -133,9 +133,10 @@ let package = Package(
         // Helper process for the store's kill -9 and multi-process tests.
         .executableTarget(name: "BridgeStoreCrashWriter", dependencies: ["PosternLinkSpec", "BridgeConfig"], path: "Tests/BridgeStoreCrashWriter"),
         // Benchmarks against real peers: `swift run -c release postern-bench obfs4`. Not a product; the
-        // obfs4 framing benchmark reaches Obfs4Transport's `package` API and libsodium directly.
+        // obfs4 framing benchmark reaches Obfs4Transport's `package` API and libsodium directly; the TLS
+        // handshake benchmark runs OpenSSL's client (COpenSSL) beside TransportTLS against s_server.
         .executableTarget(name: "postern-bench", dependencies: ["TransportBase", "TransportWire", "Obfs4Transport", "SnowflakeTransport", "TransportTestSupport",
-                                                               "PosternCrypto", "CSodium"],
+                                                               "PosternCrypto", "CSodium", "TransportTLS", "COpenSSL", "PosternTestSupport"],
                           path: "Benchmarks/postern-bench"),
         // Real peers on loopback (obfs4proxy as a managed server, microsocks, a listener that keeps a
         // client's TLS hello) for tests and benchmarks.

@@ -2,7 +2,9 @@
 # `make bench`: every benchmark against its peer, in one run, then the headline ratios together.
 #   1. obfs4: our client vs obfs4proxy's on loopback (throughput, CPU per 100 MB both ways, the
 #      cipher alone on the same bytes, handshakes);
-#   2. in one private test bed (censor none; brought up here and always taken down):
+#   2. TLS handshakes: TransportTLS (NSS; firefox-esr and randomized-alpn hellos) vs OpenSSL's
+#      client with its default hello, against the same openssl s_server on loopback;
+#   3. in one private test bed (censor none; brought up here and always taken down):
 #      memory: `postern run` RSS after bootstrap through the obfs4 bridge and a page, vs Debian's
 #      tor + obfs4proxy through the same bridge; snowflake: our client vs snowflake-client.
 # The machine may be shared: every figure is a ratio against the peer measured in the same run.
@@ -21,6 +23,8 @@ dir="$PWD/.testbed/bench"
 cleanup() { scripts/testbed down --dir "$dir" >/dev/null 2>&1 || true; rm -f "$out"; }
 trap cleanup EXIT
 "${bench[@]}" obfs4 | tee -a "$out"
+echo
+"${bench[@]}" tls | tee -a "$out"
 echo
 scripts/testbed down --dir "$dir" >/dev/null 2>&1 || true
 scripts/testbed up --dir "$dir" --censor none

@@ -4,6 +4,8 @@
 //   postern-bench memory                                  (inside the test bed; MemoryBenchmark.swift)
 //   postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed; see
 //                                                                       SnowflakeBenchmark.swift)
+//   postern-bench tls [--handshakes N] [--rounds N]       (TransportTLS against OpenSSL's client;
+//                                                         TLSHandshakeBenchmark.swift)
 //
 // `obfs4` starts Debian's obfs4proxy as a managed obfs4 SERVER in front of a loopback bulk peer,
 // then drives the same transfers through two managed obfs4 CLIENTS over their SOCKS5 listeners:
@@ -324,6 +326,14 @@ case "snowflake":
         FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
         exit(1)
     }
+case "tls":
+    let options = positiveOptions(Array(arguments.dropFirst()), defaults: ["--handshakes": 200, "--rounds": 3])
+    do {
+        try await runTLSHandshakeBenchmark(handshakes: options["--handshakes"]!, rounds: options["--rounds"]!)
+    } catch {
+        FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
+        exit(1)
+    }
 case "assist":
     do {
         try AssistBenchmark().run()
@@ -332,8 +342,8 @@ case "assist":
         exit(1)
     }
 case "--help", "-h", "help":
-    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory   (inside the test bed)\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench assist   (inside the test bed: scripts/bench-assist.sh)")
+    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory   (inside the test bed)\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench tls [--handshakes N] [--rounds N]\n       postern-bench assist   (inside the test bed: scripts/bench-assist.sh)")
 default:
-    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n       postern-bench assist\n".utf8))
+    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n       postern-bench tls [--handshakes N] [--rounds N]\n       postern-bench assist\n".utf8))
     exit(64)
 }

@@ -1,0 +1,140 @@
+// postern-bench tls: the TLS handshake of TransportTLS (NSS, the hello of a browser profile)
+// against OpenSSL's client with its default hello (what every Postern TLS connection sent before
+// TransportTLS), both against the same `openssl s_server` on 127.0.0.1, in one run.
+//
+// Each sample is a TCP connect plus a full handshake (certificate verified against the same CA,
+// no resumption on either side: TransportTLS never resumes, and a fresh OpenSSL SSL without a
+// saved session cannot), then close. s_server serves one connection at a time, so the clients
+// take turns: per round every client runs its samples, the order rotating between rounds so that
+// warm caches favour none. Both clients run in this process.
+import COpenSSL
+import Foundation
+import PosternTestSupport
+import TransportBase
+import TransportTLS
+
+/// OpenSSL's TLS client with its defaults (the cipher suites, groups and extensions OpenSSL 3.0
+/// offers unconfigured), SNI and the server's name checked, on a blocking socket.
+final class OpenSSLHandshakeClient {
+    private let context: OpaquePointer
+    /// No handshake waits on the server longer than this (a send or receive timeout on the socket).
+    static let ioTimeoutSeconds = 10
+
+    init(caFile: String) throws {
+        guard let context = SSL_CTX_new(TLS_client_method()) else { throw UsageError(description: "SSL_CTX_new failed") }
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
+            SSL_CTX_free(context)
+            throw UsageError(description: "OpenSSL could not read the CA file")
+        }
+        self.context = context
+    }
+
+    deinit { SSL_CTX_free(context) }
+
+    /// Connects to 127.0.0.1:`port` and completes a handshake with `serverName` as SNI and as the
+    /// name the certificate must carry.
+    func handshake(port: UInt16, serverName: String) throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw UsageError(description: "socket: errno \(errno)") }
+        defer { close(descriptor) }
+        var timeout = timeval(tv_sec: Self.ioTimeoutSeconds, tv_usec: 0)
+        for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
+            setsockopt(descriptor, SOL_SOCKET, option, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let connected = withUnsafePointer(to: address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw UsageError(description: "connect: errno \(errno)") }
+        guard let ssl = SSL_new(context) else { throw UsageError(description: "SSL_new failed") }
+        defer { SSL_free(ssl) }
+        SSL_set_fd(ssl, descriptor)
+        let named = serverName.withCString { name in
+            // SSL_set_tlsext_host_name is a macro over SSL_ctrl.
+            SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, Int(TLSEXT_NAMETYPE_host_name), UnsafeMutableRawPointer(mutating: name)) == 1
+                && SSL_set1_host(ssl, name) == 1
+        }
+        guard named else { throw UsageError(description: "OpenSSL refused the server name") }
+        guard SSL_connect(ssl) == 1 else {
+            let reason = ERR_get_error()
+            ERR_clear_error()
+            throw UsageError(description: "OpenSSL handshake failed (error \(reason), verify result \(SSL_get_verify_result(ssl)))")
+        }
+        _ = SSL_shutdown(ssl)
+    }
+}
+
+enum TLSHandshakeClient: CaseIterable {
+    case nssFirefoxESR, nssRandomizedALPN, openSSL
+
+    var label: String {
+        switch self {
+        case .nssFirefoxESR: "postern firefox-esr"
+        case .nssRandomizedALPN: "postern randomized-alpn"
+        case .openSSL: "openssl default"
+        }
+    }
+}
+
+func runTLSHandshakeBenchmark(handshakes: Int, rounds: Int) async throws {
+    let certificates = try await TestCertificates.make()
+    defer { certificates.remove() }
+    // -www: s_server answers one connection at a time and goes back to accept when a client leaves.
+    let server = try OpenSSLServer(certificates: certificates, arguments: ["-www", "-alpn", "h2,http/1.1"])
+    defer { server.stop() }
+    let port = try await server.port()
+    let endpoint = try TransportEndpoint(parsing: "127.0.0.1:\(port)")
+    let openSSL = try OpenSSLHandshakeClient(caFile: certificates.caFile)
+
+    func once(_ client: TLSHandshakeClient) async throws -> Double {
+        let started = ContinuousClock.now
+        switch client {
+        case .openSSL:
+            try openSSL.handshake(port: port, serverName: TestCertificates.serverName)
+        case .nssFirefoxESR, .nssRandomizedALPN:
+            let profile: BrowserTLSProfile = client == .nssFirefoxESR ? .firefoxESR : .randomizedALPN
+            let socket = try await TCPSocket.connect(to: endpoint, timeout: .seconds(10))
+            do {
+                let stream = try await BrowserTLSStream.handshake(over: socket, configuration: BrowserTLSConfiguration(
+                    serverName: TestCertificates.serverName, profile: profile, caFile: certificates.caFile, handshakeTimeout: .seconds(10)))
+                stream.close()
+            } catch {
+                socket.close()
+                throw error
+            }
+        }
+        return seconds(ContinuousClock.now - started) * 1000
+    }
+
+    print("TLS handshake benchmark: \(handshakes) handshakes per client per round, \(rounds) round(s)")
+    print("server: openssl s_server on 127.0.0.1 (\(String(cString: OpenSSL_version(OPENSSL_VERSION)))), P-256 certificate from a test CA; each sample = TCP connect + full handshake, verified, then close")
+    let clients = TLSHandshakeClient.allCases
+    // One unmeasured handshake each: NSS's and OpenSSL's one-time setup is not a handshake's cost.
+    for client in clients { _ = try await once(client) }
+    var samples: [TLSHandshakeClient: [Double]] = [:]
+    for round in 1...rounds {
+        let shift = (round - 1) % clients.count
+        for client in Array(clients[shift...] + clients[..<shift]) {
+            for _ in 0..<handshakes { samples[client, default: []].append(try await once(client)) }
+        }
+    }
+
+    func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    func p90(_ values: [Double]) -> Double { values.sorted()[min(values.count - 1, values.count * 9 / 10)] }
+    print("")
+    print("client                     median ms   p90 ms")
+    for client in clients {
+        let values = samples[client] ?? []
+        print("  \(client.label.padding(toLength: 25, withPad: " ", startingAt: 0)) \(format(median(values), 3).padding(toLength: 11, withPad: " ", startingAt: 0)) \(format(p90(values), 3))")
+    }
+    let openSSLMedian = median(samples[.openSSL] ?? [])
+    let firefoxRatio = openSSLMedian / median(samples[.nssFirefoxESR] ?? [])
+    let randomizedRatio = openSSLMedian / median(samples[.nssRandomizedALPN] ?? [])
+    print("  handshake time ratio (openssl / postern, ≥ 1 means we are faster): firefox-esr \(format(firefoxRatio)), randomized-alpn \(format(randomizedRatio))")
+    print("")
+    print("RESULT tls handshake ratio (openssl default / TransportTLS, median, ≥ 1 means we are faster) firefox-esr \(format(firefoxRatio)) randomized-alpn \(format(randomizedRatio)); medians \(format(median(samples[.nssFirefoxESR] ?? []), 3)) / \(format(median(samples[.nssRandomizedALPN] ?? []), 3)) / \(format(openSSLMedian, 3)) ms")
+}
