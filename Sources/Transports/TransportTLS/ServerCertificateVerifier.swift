@@ -85,14 +85,13 @@ final class ServerCertificateVerifier: Sendable {
         // OpenSSL's error queue is per thread; everything here runs on the hook's thread and is
         // cleared before returning.
         defer { ERR_clear_error() }
-        guard let store = X509_STORE_new() else { return Rejection(reason: "no memory for the trust store", nssError: PRErrorCode(truncatingIfNeeded: SEC_ERROR_NO_MEMORY.rawValue)) }
-        defer { X509_STORE_free(store) }
-        guard X509_STORE_set_default_paths(store) == 1 else {
-            return Rejection(reason: "the system trust store could not be read", nssError: PRErrorCode(truncatingIfNeeded: SEC_ERROR_UNTRUSTED_ISSUER.rawValue))
+        let trust: TrustStore
+        switch TrustStoreCache.store(caFile: caFile) {
+        case .success(let loaded): trust = loaded
+        case .failure(let failure):
+            return Rejection(reason: failure.reason, nssError: PRErrorCode(truncatingIfNeeded: SEC_ERROR_UNTRUSTED_ISSUER.rawValue))
         }
-        if let caFile, X509_STORE_load_file(store, caFile) != 1 {
-            return Rejection(reason: "the CA file could not be read", nssError: PRErrorCode(truncatingIfNeeded: SEC_ERROR_UNTRUSTED_ISSUER.rawValue))
-        }
+        let store = trust.pointer
         guard let untrusted = OPENSSL_sk_new_null() else { return Rejection(reason: "no memory", nssError: PRErrorCode(truncatingIfNeeded: SEC_ERROR_NO_MEMORY.rawValue)) }
         defer { OPENSSL_sk_free(untrusted) }  // the certificates are freed by their owner, the caller
         for certificate in intermediates where OPENSSL_sk_push(untrusted, UnsafeRawPointer(certificate)) <= 0 {
@@ -113,7 +112,8 @@ final class ServerCertificateVerifier: Sendable {
             named = X509_VERIFY_PARAM_set1_host(parameters, name, 0)
         }
         guard named == 1 else { return Rejection(reason: "the server name cannot be checked", nssError: PRErrorCode(truncatingIfNeeded: SSL_ERROR_BAD_CERT_DOMAIN.rawValue)) }
-        guard X509_verify_cert(context) == 1 else {
+        let verified = withExtendedLifetime(trust) { X509_verify_cert(context) }
+        guard verified == 1 else {
             let code = X509_STORE_CTX_get_error(context)
             let reason = String(cString: X509_verify_cert_error_string(Int(code)))
             let mismatch = code == X509_V_ERR_HOSTNAME_MISMATCH || code == X509_V_ERR_IP_ADDRESS_MISMATCH
