@@ -4,6 +4,7 @@
 // between these queues and ICE. The layer also keeps what the two hooks of a WebRTC DTLS
 // socket need: the SRTP profiles (use_srtp) and the peer certificate digest the SDP announced.
 #include "cnssshim.h"
+#include "io_layer_methods.h"
 #include "cnssshim_datagram.h"
 #include <nss.h>
 #include <pk11pub.h>
@@ -140,69 +141,12 @@ static PRInt32 datagram_available(PRFileDesc *fd) {
 
 static PRInt64 datagram_available64(PRFileDesc *fd) { return datagram_available(fd); }
 
-static PRStatus datagram_shutdown(PRFileDesc *fd, PRIntn how) { (void)fd; (void)how; return PR_SUCCESS; }
-
-/// No real addresses here; NSS asks for the peer's (for its session cache, which is off), so the
-/// layer answers with the unspecified IPv4 address.
-static PRStatus datagram_address(PRFileDesc *fd, PRNetAddr *addr) {
-    (void)fd;
-    memset(addr, 0, sizeof *addr);
-    addr->inet.family = PR_AF_INET;
-    return PR_SUCCESS;
-}
-
 static PRStatus datagram_get_option(PRFileDesc *fd, PRSocketOptionData *data) {
     (void)fd;
     if (data->option == PR_SockOpt_Nonblocking) { data->value.non_blocking = PR_TRUE; return PR_SUCCESS; }
     PR_SetError(PR_NOT_IMPLEMENTED_ERROR, 0);
     return PR_FAILURE;
 }
-
-static PRStatus datagram_set_option(PRFileDesc *fd, const PRSocketOptionData *data) {
-    (void)fd; (void)data;
-    return PR_SUCCESS;
-}
-
-static PRInt16 datagram_poll(PRFileDesc *fd, PRInt16 in_flags, PRInt16 *out_flags) {
-    (void)fd;
-    *out_flags = 0;
-    return in_flags;
-}
-
-static PRStatus not_implemented(void) { PR_SetError(PR_NOT_IMPLEMENTED_ERROR, 0); return PR_FAILURE; }
-static PRStatus datagram_fsync(PRFileDesc *fd) { (void)fd; return not_implemented(); }
-static PRInt32 datagram_seek(PRFileDesc *fd, PRInt32 offset, PRSeekWhence how) { (void)fd; (void)offset; (void)how; not_implemented(); return -1; }
-static PRInt64 datagram_seek64(PRFileDesc *fd, PRInt64 offset, PRSeekWhence how) { (void)fd; (void)offset; (void)how; not_implemented(); return -1; }
-static PRStatus datagram_file_info(PRFileDesc *fd, PRFileInfo *info) { (void)fd; (void)info; return not_implemented(); }
-static PRStatus datagram_file_info64(PRFileDesc *fd, PRFileInfo64 *info) { (void)fd; (void)info; return not_implemented(); }
-static PRInt32 datagram_writev(PRFileDesc *fd, const PRIOVec *iov, PRInt32 size, PRIntervalTime timeout) {
-    (void)fd; (void)iov; (void)size; (void)timeout; not_implemented(); return -1;
-}
-static PRStatus datagram_connect(PRFileDesc *fd, const PRNetAddr *addr, PRIntervalTime timeout) {
-    (void)fd; (void)addr; (void)timeout; return not_implemented();
-}
-static PRFileDesc *datagram_accept(PRFileDesc *fd, PRNetAddr *addr, PRIntervalTime timeout) {
-    (void)fd; (void)addr; (void)timeout; not_implemented(); return NULL;
-}
-static PRStatus datagram_bind(PRFileDesc *fd, const PRNetAddr *addr) { (void)fd; (void)addr; return not_implemented(); }
-static PRStatus datagram_listen(PRFileDesc *fd, PRIntn backlog) { (void)fd; (void)backlog; return not_implemented(); }
-static PRInt32 datagram_recvfrom(PRFileDesc *fd, void *buf, PRInt32 amount, PRIntn flags, PRNetAddr *addr, PRIntervalTime timeout) {
-    (void)fd; (void)buf; (void)amount; (void)flags; (void)addr; (void)timeout; not_implemented(); return -1;
-}
-static PRInt32 datagram_sendto(PRFileDesc *fd, const void *buf, PRInt32 amount, PRIntn flags, const PRNetAddr *addr, PRIntervalTime timeout) {
-    (void)fd; (void)buf; (void)amount; (void)flags; (void)addr; (void)timeout; not_implemented(); return -1;
-}
-static PRInt32 datagram_acceptread(PRFileDesc *sd, PRFileDesc **nd, PRNetAddr **raddr, void *buf, PRInt32 amount, PRIntervalTime t) {
-    (void)sd; (void)nd; (void)raddr; (void)buf; (void)amount; (void)t; not_implemented(); return -1;
-}
-static PRInt32 datagram_transmitfile(PRFileDesc *sd, PRFileDesc *fd, const void *headers, PRInt32 hlen, PRTransmitFileFlags flags, PRIntervalTime t) {
-    (void)sd; (void)fd; (void)headers; (void)hlen; (void)flags; (void)t; not_implemented(); return -1;
-}
-static PRInt32 datagram_sendfile(PRFileDesc *sd, PRSendFileData *data, PRTransmitFileFlags flags, PRIntervalTime t) {
-    (void)sd; (void)data; (void)flags; (void)t; not_implemented(); return -1;
-}
-static PRStatus datagram_connectcontinue(PRFileDesc *fd, PRInt16 flags) { (void)fd; (void)flags; return not_implemented(); }
-static PRIntn datagram_reserved(PRFileDesc *fd) { (void)fd; not_implemented(); return -1; }
 
 static pthread_once_t methods_once = PTHREAD_ONCE_INIT;
 
@@ -215,36 +159,10 @@ static void make_methods(void) {
     m->write = datagram_write;
     m->available = datagram_available;
     m->available64 = datagram_available64;
-    m->fsync = datagram_fsync;
-    m->seek = datagram_seek;
-    m->seek64 = datagram_seek64;
-    m->fileInfo = datagram_file_info;
-    m->fileInfo64 = datagram_file_info64;
-    m->writev = datagram_writev;
-    m->connect = datagram_connect;
-    m->accept = datagram_accept;
-    m->bind = datagram_bind;
-    m->listen = datagram_listen;
-    m->shutdown = datagram_shutdown;
     m->recv = datagram_recv;
     m->send = datagram_send;
-    m->recvfrom = datagram_recvfrom;
-    m->sendto = datagram_sendto;
-    m->poll = datagram_poll;
-    m->acceptread = datagram_acceptread;
-    m->transmitfile = datagram_transmitfile;
-    m->getsockname = datagram_address;
-    m->getpeername = datagram_address;
-    m->reserved_fn_6 = datagram_reserved;
-    m->reserved_fn_5 = datagram_reserved;
     m->getsocketoption = datagram_get_option;
-    m->setsocketoption = datagram_set_option;
-    m->sendfile = datagram_sendfile;
-    m->connectcontinue = datagram_connectcontinue;
-    m->reserved_fn_3 = datagram_reserved;
-    m->reserved_fn_2 = datagram_reserved;
-    m->reserved_fn_1 = datagram_reserved;
-    m->reserved_fn_0 = datagram_reserved;
+    postern_io_layer_common_methods(m);
 }
 
 PRFileDesc *postern_nss_datagram_socket(int server) {

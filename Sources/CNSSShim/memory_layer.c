@@ -3,6 +3,7 @@
 // calls NSS makes on a connected, non-blocking stream socket are real; the rest fail with
 // PR_NOT_IMPLEMENTED_ERROR.
 #include "cnssshim.h"
+#include "io_layer_methods.h"
 #include <nss.h>
 #include <prerror.h>
 #include <prnetdb.h>
@@ -99,17 +100,6 @@ static PRInt32 memory_available(PRFileDesc *fd) {
 
 static PRInt64 memory_available64(PRFileDesc *fd) { return memory_available(fd); }
 
-static PRStatus memory_shutdown(PRFileDesc *fd, PRIntn how) { (void)fd; (void)how; return PR_SUCCESS; }
-
-/// There is no real peer address here; NSS asks for one (for its session cache, which Postern
-/// switches off), so the layer answers with the unspecified IPv4 address.
-static PRStatus memory_address(PRFileDesc *fd, PRNetAddr *addr) {
-    (void)fd;
-    memset(addr, 0, sizeof *addr);
-    addr->inet.family = PR_AF_INET;
-    return PR_SUCCESS;
-}
-
 static PRStatus memory_get_option(PRFileDesc *fd, PRSocketOptionData *data) {
     (void)fd;
     switch (data->option) {
@@ -118,52 +108,6 @@ static PRStatus memory_get_option(PRFileDesc *fd, PRSocketOptionData *data) {
     default: PR_SetError(PR_NOT_IMPLEMENTED_ERROR, 0); return PR_FAILURE;
     }
 }
-
-static PRStatus memory_set_option(PRFileDesc *fd, const PRSocketOptionData *data) {
-    (void)fd; (void)data;
-    return PR_SUCCESS;
-}
-
-static PRInt16 memory_poll(PRFileDesc *fd, PRInt16 in_flags, PRInt16 *out_flags) {
-    (void)fd;
-    *out_flags = 0;
-    return in_flags;
-}
-
-static PRStatus unsupported_status(void) { PR_SetError(PR_NOT_IMPLEMENTED_ERROR, 0); return PR_FAILURE; }
-static PRStatus memory_fsync(PRFileDesc *fd) { (void)fd; return unsupported_status(); }
-static PRInt32 memory_seek(PRFileDesc *fd, PRInt32 offset, PRSeekWhence how) { (void)fd; (void)offset; (void)how; unsupported_status(); return -1; }
-static PRInt64 memory_seek64(PRFileDesc *fd, PRInt64 offset, PRSeekWhence how) { (void)fd; (void)offset; (void)how; unsupported_status(); return -1; }
-static PRStatus memory_file_info(PRFileDesc *fd, PRFileInfo *info) { (void)fd; (void)info; return unsupported_status(); }
-static PRStatus memory_file_info64(PRFileDesc *fd, PRFileInfo64 *info) { (void)fd; (void)info; return unsupported_status(); }
-static PRInt32 memory_writev(PRFileDesc *fd, const PRIOVec *iov, PRInt32 size, PRIntervalTime timeout) {
-    (void)fd; (void)iov; (void)size; (void)timeout; unsupported_status(); return -1;
-}
-static PRStatus memory_connect(PRFileDesc *fd, const PRNetAddr *addr, PRIntervalTime timeout) {
-    (void)fd; (void)addr; (void)timeout; return unsupported_status();
-}
-static PRFileDesc *memory_accept(PRFileDesc *fd, PRNetAddr *addr, PRIntervalTime timeout) {
-    (void)fd; (void)addr; (void)timeout; unsupported_status(); return NULL;
-}
-static PRStatus memory_bind(PRFileDesc *fd, const PRNetAddr *addr) { (void)fd; (void)addr; return unsupported_status(); }
-static PRStatus memory_listen(PRFileDesc *fd, PRIntn backlog) { (void)fd; (void)backlog; return unsupported_status(); }
-static PRInt32 memory_recvfrom(PRFileDesc *fd, void *buf, PRInt32 amount, PRIntn flags, PRNetAddr *addr, PRIntervalTime timeout) {
-    (void)fd; (void)buf; (void)amount; (void)flags; (void)addr; (void)timeout; unsupported_status(); return -1;
-}
-static PRInt32 memory_sendto(PRFileDesc *fd, const void *buf, PRInt32 amount, PRIntn flags, const PRNetAddr *addr, PRIntervalTime timeout) {
-    (void)fd; (void)buf; (void)amount; (void)flags; (void)addr; (void)timeout; unsupported_status(); return -1;
-}
-static PRInt32 memory_acceptread(PRFileDesc *sd, PRFileDesc **nd, PRNetAddr **raddr, void *buf, PRInt32 amount, PRIntervalTime t) {
-    (void)sd; (void)nd; (void)raddr; (void)buf; (void)amount; (void)t; unsupported_status(); return -1;
-}
-static PRInt32 memory_transmitfile(PRFileDesc *sd, PRFileDesc *fd, const void *headers, PRInt32 hlen, PRTransmitFileFlags flags, PRIntervalTime t) {
-    (void)sd; (void)fd; (void)headers; (void)hlen; (void)flags; (void)t; unsupported_status(); return -1;
-}
-static PRInt32 memory_sendfile(PRFileDesc *sd, PRSendFileData *data, PRTransmitFileFlags flags, PRIntervalTime t) {
-    (void)sd; (void)data; (void)flags; (void)t; unsupported_status(); return -1;
-}
-static PRStatus memory_connectcontinue(PRFileDesc *fd, PRInt16 flags) { (void)fd; (void)flags; return unsupported_status(); }
-static PRIntn memory_reserved(PRFileDesc *fd) { (void)fd; unsupported_status(); return -1; }
 
 static pthread_once_t methods_once = PTHREAD_ONCE_INIT;
 
@@ -176,36 +120,10 @@ static void make_methods(void) {
     m->write = memory_write;
     m->available = memory_available;
     m->available64 = memory_available64;
-    m->fsync = memory_fsync;
-    m->seek = memory_seek;
-    m->seek64 = memory_seek64;
-    m->fileInfo = memory_file_info;
-    m->fileInfo64 = memory_file_info64;
-    m->writev = memory_writev;
-    m->connect = memory_connect;
-    m->accept = memory_accept;
-    m->bind = memory_bind;
-    m->listen = memory_listen;
-    m->shutdown = memory_shutdown;
     m->recv = memory_recv;
     m->send = memory_send;
-    m->recvfrom = memory_recvfrom;
-    m->sendto = memory_sendto;
-    m->poll = memory_poll;
-    m->acceptread = memory_acceptread;
-    m->transmitfile = memory_transmitfile;
-    m->getsockname = memory_address;
-    m->getpeername = memory_address;
-    m->reserved_fn_6 = memory_reserved;
-    m->reserved_fn_5 = memory_reserved;
     m->getsocketoption = memory_get_option;
-    m->setsocketoption = memory_set_option;
-    m->sendfile = memory_sendfile;
-    m->connectcontinue = memory_connectcontinue;
-    m->reserved_fn_3 = memory_reserved;
-    m->reserved_fn_2 = memory_reserved;
-    m->reserved_fn_1 = memory_reserved;
-    m->reserved_fn_0 = memory_reserved;
+    postern_io_layer_common_methods(m);
 }
 
 PRFileDesc *postern_nss_memory_client_socket(void) {

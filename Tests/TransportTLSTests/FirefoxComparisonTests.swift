@@ -49,21 +49,8 @@ struct FirefoxComparisonTests {
         process.environment = ["HOME": profile.path, "PATH": "/usr/bin:/bin"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        let connection = try await withDeadline(.seconds(60), expired: { listener.close() }) { try await listener.accept() }
-        defer { connection.close() }
-        var flight: [UInt8] = []
-        // Until the whole first record is in (Firefox's hello is about 1.9 kB).
-        while flight.count < 5 || flight.count < 5 + (Int(flight[3]) << 8 | Int(flight[4])) {
-            let bytes = try await withDeadline(.seconds(10), expired: { connection.close() }) { try await connection.read(maximumCount: 65536) }
-            guard !bytes.isEmpty else { break }
-            flight += bytes
-        }
-        return flight
+        // Firefox's hello is about 1.9 kB.
+        return try await firstRecord(sentBy: process, to: listener, acceptWithin: .seconds(60), readWithin: .seconds(10))
     }
 
     @Test func profileMatchesFirefoxESRsOwnHelloExceptWhatNSS387Lacks() async throws {

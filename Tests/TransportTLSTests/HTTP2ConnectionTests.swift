@@ -93,17 +93,23 @@ import TransportWire
 
     // MARK: A hostile peer
 
+    /// The error one GET over a new HTTP/2 connection to `peer` fails with, expected to be a WireError.
+    private func failedRequest(to peer: HostileHTTP2Peer, timeout: Duration = .seconds(20),
+                               sourceLocation: SourceLocation = #_sourceLocation) async throws -> WireError? {
+        let http2 = try await HTTP2Connection.open(over: try await peer.connect())
+        defer { http2.close() }
+        return await #expect(throws: WireError.self, sourceLocation: sourceLocation) {
+            _ = try await http2.send(HTTP2Request(method: "GET", authority: "postern.test", path: "/"), bodyLimit: 1000, timeout: timeout)
+        }
+    }
+
     @Test func garbageInsteadOfFramesFailsTheConnectionWithoutATrap() async throws {
         let peer = try await HostileHTTP2Peer { connection in
             _ = try await connection.read(maximumCount: 4096)
             try await connection.write([UInt8](repeating: 0xff, count: 64))
         }
         defer { peer.stop() }
-        let http2 = try await HTTP2Connection.open(over: try await peer.connect())
-        defer { http2.close() }
-        let error = await #expect(throws: WireError.self) {
-            _ = try await http2.send(HTTP2Request(method: "GET", authority: "postern.test", path: "/"), bodyLimit: 1000, timeout: .seconds(20))
-        }
+        let error = try await failedRequest(to: peer)
         #expect(error?.code == .http2Failed || error?.code == .closed)
     }
 
@@ -113,12 +119,8 @@ import TransportWire
             while try await !connection.read(maximumCount: 4096).isEmpty {}
         }
         defer { peer.stop() }
-        let http2 = try await HTTP2Connection.open(over: try await peer.connect())
-        defer { http2.close() }
         let started = ContinuousClock.now
-        let error = await #expect(throws: WireError.self) {
-            _ = try await http2.send(HTTP2Request(method: "GET", authority: "postern.test", path: "/"), bodyLimit: 1000, timeout: .seconds(1))
-        }
+        let error = try await failedRequest(to: peer, timeout: .seconds(1))
         #expect(error?.code == .timeout)
         #expect(ContinuousClock.now - started < .seconds(15))
     }
@@ -130,11 +132,7 @@ import TransportWire
             connection.close()
         }
         defer { peer.stop() }
-        let http2 = try await HTTP2Connection.open(over: try await peer.connect())
-        defer { http2.close() }
-        let error = await #expect(throws: WireError.self) {
-            _ = try await http2.send(HTTP2Request(method: "GET", authority: "postern.test", path: "/"), bodyLimit: 1000, timeout: .seconds(20))
-        }
+        let error = try await failedRequest(to: peer)
         #expect(error?.code == .closed || error?.code == .http2Failed)
     }
 
@@ -151,11 +149,7 @@ import TransportWire
             while try await !connection.read(maximumCount: 4096).isEmpty {}
         }
         defer { peer.stop() }
-        let http2 = try await HTTP2Connection.open(over: try await peer.connect())
-        defer { http2.close() }
-        let error = await #expect(throws: WireError.self) {
-            _ = try await http2.send(HTTP2Request(method: "GET", authority: "postern.test", path: "/"), bodyLimit: 1000, timeout: .seconds(20))
-        }
+        let error = try await failedRequest(to: peer)
         #expect(error?.code == .http2Failed || error?.code == .http2TooLarge)
     }
 }

@@ -25,19 +25,7 @@ import TransportWire
         process.standardInput = Pipe()
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        let connection = try await withDeadline(.seconds(30), expired: { listener.close() }) { try await listener.accept() }
-        defer { connection.close() }
-        var flight: [UInt8] = []
-        while flight.count < 5 || flight.count < 5 + (Int(flight[3]) << 8 | Int(flight[4])) {
-            let bytes = try await withDeadline(.seconds(30), expired: { connection.close() }) { try await connection.read(maximumCount: 65536) }
-            guard !bytes.isEmpty else { break }
-            flight += bytes
-        }
+        let flight = try await firstRecord(sentBy: process, to: listener, acceptWithin: .seconds(30), readWithin: .seconds(30))
         return try ClientHelloFingerprint(records: flight)
     }
 

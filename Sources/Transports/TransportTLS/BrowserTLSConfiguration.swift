@@ -51,18 +51,7 @@ public struct BrowserTLSConfiguration: Sendable {
     static func nssApplicationProtocols(_ applicationProtocols: [String]) throws(TransportError) -> [UInt8] {
         var names = applicationProtocols
         if let last = names.popLast() { names.insert(last, at: 0) }
-        var encoded: [UInt8] = []
-        for name in names {
-            let bytes = Array(name.utf8)
-            guard (1...255).contains(bytes.count) else {
-                throw TransportError(code: .invalidArguments, kind: .invalidInput, message: "an ALPN protocol name must be 1 to 255 bytes")
-            }
-            encoded += [UInt8(bytes.count)] + bytes
-        }
-        guard encoded.count <= 255 else {
-            throw TransportError(code: .invalidArguments, kind: .invalidInput, message: "the ALPN list is longer than NSS accepts (255 bytes)")
-        }
-        return encoded
+        return try NSSSocketSetup.lengthPrefixed(names)
     }
 
     func validate() throws(TransportError) {

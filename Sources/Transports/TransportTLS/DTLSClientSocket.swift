@@ -9,10 +9,9 @@ package final class DTLSClientSocket {
 
     package init(identity: WebRTCIdentity? = nil, profile: DTLSProfile = .firefoxWebRTC,
                  handshakeTimeout: Duration = .seconds(20)) throws(TransportError) {
-        let identity = if let identity { identity } else { try WebRTCIdentity() }
-        self.identity = identity
-        engine = DTLSEngine(socket: try NSSDatagramSocket(role: .client, identity: identity, profile: profile), role: .client,
-                            handshakeTimeout: handshakeTimeout, handshakeDatagramLimit: DTLSServerSocket.handshakeDatagramLimit)
+        engine = try DTLSEngine(role: .client, identity: identity, profile: profile, handshakeTimeout: handshakeTimeout,
+                                handshakeDatagramLimit: DTLSServerSocket.handshakeDatagramLimit)
+        self.identity = engine.identity
     }
 
     /// The server's certificate must have this SHA-256 digest; the first `handleTimeout` then

@@ -26,12 +26,18 @@ final class DTLSEngine {
     /// Plaintext read per record at most (a record carries at most 2^14 bytes).
     private static let readChunk = 16_384
 
-    init(socket: NSSDatagramSocket, role: NSSDatagramSocket.Role, handshakeTimeout: Duration, handshakeDatagramLimit: Int) {
-        self.socket = socket
+    /// An engine on a new NSS DTLS socket for `role`, with `identity` (a fresh one when nil).
+    init(role: NSSDatagramSocket.Role, identity: WebRTCIdentity?, profile: DTLSProfile,
+         handshakeTimeout: Duration, handshakeDatagramLimit: Int) throws(TransportError) {
+        let identity = if let identity { identity } else { try WebRTCIdentity() }
+        socket = try NSSDatagramSocket(role: role, identity: identity, profile: profile)
         self.role = role
         self.handshakeTimeout = handshakeTimeout
         self.handshakeDatagramLimit = handshakeDatagramLimit
     }
+
+    /// The certificate and key this end presents.
+    var identity: WebRTCIdentity { socket.identity }
 
     func start(expectingPeerSHA256 digest: [UInt8]) throws(TransportError) {
         guard !started else {

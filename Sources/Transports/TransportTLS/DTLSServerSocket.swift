@@ -24,11 +24,10 @@ public final class DTLSServerSocket {
     ///   handshake; later calls throw tls-handshake-timed-out.
     public init(identity: WebRTCIdentity? = nil, profile: DTLSProfile = .firefoxWebRTC,
                 handshakeTimeout: Duration = .seconds(20)) throws(TransportError) {
-        let identity = if let identity { identity } else { try WebRTCIdentity() }
-        self.identity = identity
         self.profile = profile
-        engine = DTLSEngine(socket: try NSSDatagramSocket(role: .server, identity: identity, profile: profile), role: .server,
-                            handshakeTimeout: handshakeTimeout, handshakeDatagramLimit: Self.handshakeDatagramLimit)
+        engine = try DTLSEngine(role: .server, identity: identity, profile: profile, handshakeTimeout: handshakeTimeout,
+                                handshakeDatagramLimit: Self.handshakeDatagramLimit)
+        self.identity = engine.identity
     }
 
     /// The peer's certificate must have this SHA-256 digest (its SDP's a=fingerprint:sha-256).

@@ -18,11 +18,9 @@ final class NSSClientSocket {
     init(configuration: BrowserTLSConfiguration, verifier: ServerCertificateVerifier) throws(TransportError) {
         var generator = SystemRandomNumberGenerator()
         shape = configuration.profile.resolve(applicationProtocols: configuration.applicationProtocols, using: &generator)
-        if let failure = postern_nss_initialize() {
-            throw TransportError(code: .tlsSetupFailed, kind: .internal, message: String(cString: failure))
-        }
+        try NSSSocketSetup.initializeNSS()
         guard let descriptor = postern_nss_memory_client_socket() else {
-            throw Self.setupFailure("the NSS socket could not be created")
+            throw NSSSocketSetup.failure("the NSS socket could not be created")
         }
         self.descriptor = descriptor
         self.verifier = verifier
@@ -34,43 +32,15 @@ final class NSSClientSocket {
         _ = PR_Close(descriptor)
     }
 
-    private static func setupFailure(_ step: String) -> TransportError {
-        TransportError(code: .tlsSetupFailed, kind: .internal, message: "\(step) (\(NSSError.current()))")
-    }
-
-    private func check(_ status: SECStatus, _ step: String) throws(TransportError) {
-        guard status == SECSuccess else { throw Self.setupFailure(step) }
-    }
-
-    private func option(_ option: Int32, _ value: Int32, _ step: String) throws(TransportError) {
-        try check(SSL_OptionSet(descriptor, option, value), step)
-    }
+    private var nss: NSSSocketSetup { NSSSocketSetup(descriptor: descriptor) }
 
     /// The resolved hello (docs/TLS-LIBRARY-CHOICE.md, "Shaping recipe"), its ALPN, then the
     /// name and the certificate hook.
     private func apply(_ configuration: BrowserTLSConfiguration) throws(TransportError) {
         let profile = shape
-        var versions = SSLVersionRange(min: UInt16(SSL_LIBRARY_VERSION_TLS_1_2), max: UInt16(SSL_LIBRARY_VERSION_TLS_1_3))
-        try check(SSL_VersionRangeSet(descriptor, &versions), "TLS versions")
-
-        let implemented = SSL_GetImplementedCiphers()
-        for index in 0..<Int(SSL_GetNumImplementedCiphers()) {
-            guard let suite = implemented?[index] else { break }
-            try check(SSL_CipherPrefSet(descriptor, Int32(suite), PR_FALSE), "cipher suites")
-        }
-        for suite in profile.cipherSuites {
-            try check(SSL_CipherPrefSet(descriptor, Int32(suite), PR_TRUE), "cipher suite \(suite)")
-        }
-        try check(profile.cipherSuites.withUnsafeBufferPointer {
-            postern_nss_set_cipher_order(descriptor, $0.baseAddress, UInt32($0.count))
-        }, "cipher suite order")
-
-        let groups = profile.groups.map { SSLNamedGroup(rawValue: UInt32($0)) }
-        try check(groups.withUnsafeBufferPointer { SSL_NamedGroupConfig(descriptor, $0.baseAddress, UInt32($0.count)) }, "groups")
-        try check(SSL_SendAdditionalKeyShares(descriptor, profile.additionalKeyShares), "key shares")
-        let schemes = profile.signatureSchemes.map { SSLSignatureScheme(rawValue: UInt32($0)) }
-        try check(schemes.withUnsafeBufferPointer { SSL_SignatureSchemePrefSet(descriptor, $0.baseAddress, UInt32($0.count)) },
-                  "signature schemes")
+        try nss.versions(upTo: SSL_LIBRARY_VERSION_TLS_1_3, "TLS versions")
+        try nss.prefer(cipherSuites: profile.cipherSuites, groups: profile.groups, signatureSchemes: profile.signatureSchemes)
+        try nss.check(SSL_SendAdditionalKeyShares(descriptor, profile.additionalKeyShares), "key shares")
 
         // No resumption: a resumed session would link this connection to an earlier one and
         // change the hello. The session cache stays on when the hello carries
@@ -79,27 +49,27 @@ final class NSSClientSocket {
         // lookup miss, and deinit drops the entry. A hello without it switches the cache off.
         if profile.pskKeyExchangeModes {
             let peerID = (0..<16).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
-            try check(SSL_SetSockPeerID(descriptor, "postern-\(peerID)"), "session cache key")
+            try nss.check(SSL_SetSockPeerID(descriptor, "postern-\(peerID)"), "session cache key")
         } else {
-            try option(SSL_NO_CACHE, PR_TRUE, "session cache")
+            try nss.option(SSL_NO_CACHE, PR_TRUE, "session cache")
         }
-        try option(SSL_ENABLE_SESSION_TICKETS, profile.sessionTickets ? PR_TRUE : PR_FALSE, "session tickets")
-        try option(SSL_ENABLE_OCSP_STAPLING, profile.ocspStapling ? PR_TRUE : PR_FALSE, "OCSP stapling")
-        try option(SSL_ENABLE_SIGNED_CERT_TIMESTAMPS, profile.signedCertificateTimestamps ? PR_TRUE : PR_FALSE, "SCT")
-        try option(SSL_ENABLE_EXTENDED_MASTER_SECRET, profile.extendedMasterSecret ? PR_TRUE : PR_FALSE, "extended master secret")
-        try option(SSL_ENABLE_RENEGOTIATION, Int32(SSL_RENEGOTIATE_REQUIRES_XTN), "renegotiation")
-        try option(SSL_ENABLE_DELEGATED_CREDENTIALS, profile.delegatedCredentials ? PR_TRUE : PR_FALSE, "delegated credentials")
+        try nss.option(SSL_ENABLE_SESSION_TICKETS, profile.sessionTickets ? PR_TRUE : PR_FALSE, "session tickets")
+        try nss.option(SSL_ENABLE_OCSP_STAPLING, profile.ocspStapling ? PR_TRUE : PR_FALSE, "OCSP stapling")
+        try nss.option(SSL_ENABLE_SIGNED_CERT_TIMESTAMPS, profile.signedCertificateTimestamps ? PR_TRUE : PR_FALSE, "SCT")
+        try nss.option(SSL_ENABLE_EXTENDED_MASTER_SECRET, profile.extendedMasterSecret ? PR_TRUE : PR_FALSE, "extended master secret")
+        try nss.option(SSL_ENABLE_RENEGOTIATION, Int32(SSL_RENEGOTIATE_REQUIRES_XTN), "renegotiation")
+        try nss.option(SSL_ENABLE_DELEGATED_CREDENTIALS, profile.delegatedCredentials ? PR_TRUE : PR_FALSE, "delegated credentials")
         if let limit = profile.recordSizeLimit {
-            try option(SSL_RECORD_SIZE_LIMIT, Int32(limit), "record size limit")
+            try nss.option(SSL_RECORD_SIZE_LIMIT, Int32(limit), "record size limit")
         }
-        try option(SSL_ENABLE_TLS13_COMPAT_MODE, profile.compatibilityMode ? PR_TRUE : PR_FALSE, "compatibility mode")
-        try option(SSL_ENABLE_POST_HANDSHAKE_AUTH, profile.postHandshakeAuthentication ? PR_TRUE : PR_FALSE, "post-handshake authentication")
-        try check(postern_nss_enable_ech_grease(descriptor, profile.echGrease ? PR_TRUE : PR_FALSE), "ECH GREASE")
+        try nss.option(SSL_ENABLE_TLS13_COMPAT_MODE, profile.compatibilityMode ? PR_TRUE : PR_FALSE, "compatibility mode")
+        try nss.option(SSL_ENABLE_POST_HANDSHAKE_AUTH, profile.postHandshakeAuthentication ? PR_TRUE : PR_FALSE, "post-handshake authentication")
+        try nss.check(postern_nss_enable_ech_grease(descriptor, profile.echGrease ? PR_TRUE : PR_FALSE), "ECH GREASE")
 
         let protocols = try BrowserTLSConfiguration.nssApplicationProtocols(profile.applicationProtocols)
-        try option(SSL_ENABLE_ALPN, protocols.isEmpty ? PR_FALSE : PR_TRUE, "ALPN")
+        try nss.option(SSL_ENABLE_ALPN, protocols.isEmpty ? PR_FALSE : PR_TRUE, "ALPN")
         if !protocols.isEmpty {
-            try check(protocols.withUnsafeBufferPointer { SSL_SetNextProtoNego(descriptor, $0.baseAddress, UInt32($0.count)) }, "ALPN")
+            try nss.offerApplicationProtocols(protocols)
         }
 
         // Always set (NSS 3.87 crashed with ECH GREASE and no URL, TLS-LIBRARY-CHOICE.md). NSS
@@ -107,14 +77,14 @@ final class NSSClientSocket {
         // not be sent is replaced by the unspecified address: NSS uses the URL only for SNI, its
         // session cache (off) and its own name check (replaced by ServerCertificateVerifier).
         let url = configuration.sendsServerName || configuration.serverNameIsIPAddress ? configuration.bareServerName : "0.0.0.0"
-        try check(SSL_SetURL(descriptor, url), "server name")
+        try nss.check(SSL_SetURL(descriptor, url), "server name")
 
         let hook: SSLAuthCertificate = { argument, socket, _, _ in
             guard let argument, let socket else { return SECFailure }
             return Unmanaged<ServerCertificateVerifier>.fromOpaque(argument).takeUnretainedValue().verify(socket)
         }
-        try check(SSL_AuthCertificateHook(descriptor, hook, Unmanaged.passUnretained(verifier).toOpaque()), "certificate hook")
-        try check(SSL_ResetHandshake(descriptor, PR_FALSE), "handshake start")
+        try nss.check(SSL_AuthCertificateHook(descriptor, hook, Unmanaged.passUnretained(verifier).toOpaque()), "certificate hook")
+        try nss.check(SSL_ResetHandshake(descriptor, PR_FALSE), "handshake start")
     }
 
     /// Moves what NSS wrote for the peer out of the memory layer.

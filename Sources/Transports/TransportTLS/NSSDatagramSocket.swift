@@ -16,11 +16,9 @@ final class NSSDatagramSocket {
     let identity: WebRTCIdentity
 
     init(role: Role, identity: WebRTCIdentity, profile: DTLSProfile) throws(TransportError) {
-        if let failure = postern_nss_initialize() {
-            throw TransportError(code: .tlsSetupFailed, kind: .internal, message: String(cString: failure))
-        }
+        try NSSSocketSetup.initializeNSS()
         guard let descriptor = postern_nss_datagram_socket(role == .server ? 1 : 0) else {
-            throw Self.setupFailure("the NSS DTLS socket could not be created")
+            throw NSSSocketSetup.failure("the NSS DTLS socket could not be created")
         }
         self.descriptor = descriptor
         self.identity = identity
@@ -31,84 +29,47 @@ final class NSSDatagramSocket {
         _ = PR_Close(descriptor)
     }
 
-    private static func setupFailure(_ step: String) -> TransportError {
-        TransportError(code: .tlsSetupFailed, kind: .internal, message: "\(step) (\(NSSError.current()))")
-    }
-
-    private func check(_ status: SECStatus, _ step: String) throws(TransportError) {
-        guard status == SECSuccess else { throw Self.setupFailure(step) }
-    }
-
-    private func option(_ option: Int32, _ value: Int32, _ step: String) throws(TransportError) {
-        try check(SSL_OptionSet(descriptor, option, value), step)
-    }
+    private var nss: NSSSocketSetup { NSSSocketSetup(descriptor: descriptor) }
 
     private func apply(_ profile: DTLSProfile, role: Role) throws(TransportError) {
         let highest = profile.allowsDTLS13 ? SSL_LIBRARY_VERSION_TLS_1_3 : SSL_LIBRARY_VERSION_TLS_1_2
-        var versions = SSLVersionRange(min: UInt16(SSL_LIBRARY_VERSION_TLS_1_2), max: UInt16(highest))
-        try check(SSL_VersionRangeSet(descriptor, &versions), "DTLS versions")
-
-        let implemented = SSL_GetImplementedCiphers()
-        for index in 0..<Int(SSL_GetNumImplementedCiphers()) {
-            guard let suite = implemented?[index] else { break }
-            try check(SSL_CipherPrefSet(descriptor, Int32(suite), PR_FALSE), "cipher suites")
-        }
-        for suite in profile.cipherSuites {
-            try check(SSL_CipherPrefSet(descriptor, Int32(suite), PR_TRUE), "cipher suite \(suite)")
-        }
-        try check(profile.cipherSuites.withUnsafeBufferPointer {
-            postern_nss_set_cipher_order(descriptor, $0.baseAddress, UInt32($0.count))
-        }, "cipher suite order")
-        let groups = profile.groups.map { SSLNamedGroup(rawValue: UInt32($0)) }
-        try check(groups.withUnsafeBufferPointer { SSL_NamedGroupConfig(descriptor, $0.baseAddress, UInt32($0.count)) }, "groups")
-        let schemes = profile.signatureSchemes.map { SSLSignatureScheme(rawValue: UInt32($0)) }
-        try check(schemes.withUnsafeBufferPointer { SSL_SignatureSchemePrefSet(descriptor, $0.baseAddress, UInt32($0.count)) },
-                  "signature schemes")
-        try check(profile.srtpProfiles.withUnsafeBufferPointer {
+        try nss.versions(upTo: highest, "DTLS versions")
+        try nss.prefer(cipherSuites: profile.cipherSuites, groups: profile.groups, signatureSchemes: profile.signatureSchemes)
+        try nss.check(profile.srtpProfiles.withUnsafeBufferPointer {
             postern_nss_datagram_use_srtp(descriptor, $0.baseAddress, UInt32($0.count))
         }, "SRTP profiles")
 
         // As Firefox's WebRTC: no tickets, no cache (each peer connection stands alone), no
         // renegotiation, no false start, a fresh ECDHE key per handshake; NSS's locks off, since
         // the owner serialises every call. Extended master secret on, as Firefox's process sets it.
-        try option(SSL_ENABLE_SESSION_TICKETS, PR_FALSE, "session tickets")
-        try option(SSL_NO_CACHE, PR_TRUE, "session cache")
-        try option(SSL_ENABLE_RENEGOTIATION, Int32(SSL_RENEGOTIATE_NEVER), "renegotiation")
-        try option(SSL_ENABLE_FALSE_START, PR_FALSE, "false start")
-        try option(SSL_NO_LOCKS, PR_TRUE, "locks")
-        try option(SSL_REUSE_SERVER_ECDHE_KEY, PR_FALSE, "ECDHE key reuse")
-        try option(SSL_ENABLE_EXTENDED_MASTER_SECRET, PR_TRUE, "extended master secret")
+        try nss.option(SSL_ENABLE_SESSION_TICKETS, PR_FALSE, "session tickets")
+        try nss.option(SSL_NO_CACHE, PR_TRUE, "session cache")
+        try nss.option(SSL_ENABLE_RENEGOTIATION, Int32(SSL_RENEGOTIATE_NEVER), "renegotiation")
+        try nss.option(SSL_ENABLE_FALSE_START, PR_FALSE, "false start")
+        try nss.option(SSL_NO_LOCKS, PR_TRUE, "locks")
+        try nss.option(SSL_REUSE_SERVER_ECDHE_KEY, PR_FALSE, "ECDHE key reuse")
+        try nss.option(SSL_ENABLE_EXTENDED_MASTER_SECRET, PR_TRUE, "extended master secret")
 
         if !profile.applicationProtocols.isEmpty {
-            var encoded: [UInt8] = []
-            for name in profile.applicationProtocols {
-                let bytes = Array(name.utf8)
-                guard (1...255).contains(bytes.count) else {
-                    throw TransportError(code: .invalidArguments, kind: .invalidInput, message: "an ALPN protocol name must be 1 to 255 bytes")
-                }
-                encoded += [UInt8(bytes.count)] + bytes
-            }
-            guard encoded.count <= 255 else {
-                throw TransportError(code: .invalidArguments, kind: .invalidInput, message: "the ALPN list is longer than NSS accepts (255 bytes)")
-            }
-            try option(SSL_ENABLE_NPN, PR_FALSE, "NPN")
-            try option(SSL_ENABLE_ALPN, PR_TRUE, "ALPN")
-            try check(encoded.withUnsafeBufferPointer { SSL_SetNextProtoNego(descriptor, $0.baseAddress, UInt32($0.count)) }, "ALPN")
+            let encoded = try NSSSocketSetup.lengthPrefixed(profile.applicationProtocols)
+            try nss.option(SSL_ENABLE_NPN, PR_FALSE, "NPN")
+            try nss.option(SSL_ENABLE_ALPN, PR_TRUE, "ALPN")
+            try nss.offerApplicationProtocols(encoded)
         }
 
         switch role {
         case .server:
-            try check(SSL_ConfigServerCert(descriptor, identity.certificate, identity.key, nil, 0), "server certificate")
+            try nss.check(SSL_ConfigServerCert(descriptor, identity.certificate, identity.key, nil, 0), "server certificate")
             // No CA names in the CertificateRequest: the peer's certificate is self-signed.
             let anchors = CERT_NewCertList()
             defer { if let anchors { CERT_DestroyCertList(anchors) } }
-            try check(SSL_SetTrustAnchors(descriptor, anchors), "trust anchors")
-            try option(SSL_REQUEST_CERTIFICATE, PR_TRUE, "certificate request")
-            try option(SSL_REQUIRE_CERTIFICATE, Int32(SSL_REQUIRE_ALWAYS), "certificate requirement")
+            try nss.check(SSL_SetTrustAnchors(descriptor, anchors), "trust anchors")
+            try nss.option(SSL_REQUEST_CERTIFICATE, PR_TRUE, "certificate request")
+            try nss.option(SSL_REQUIRE_CERTIFICATE, Int32(SSL_REQUIRE_ALWAYS), "certificate requirement")
         case .client:
-            try check(postern_nss_datagram_client_identity(descriptor, identity.certificate, identity.key), "client certificate")
+            try nss.check(postern_nss_datagram_client_identity(descriptor, identity.certificate, identity.key), "client certificate")
             if profile.allowsDTLS13 {
-                try check(postern_nss_set_dtls13_version_workaround(descriptor, PR_TRUE), "DTLS 1.3 version workaround")
+                try nss.check(postern_nss_set_dtls13_version_workaround(descriptor, PR_TRUE), "DTLS 1.3 version workaround")
             }
         }
     }
@@ -118,8 +79,8 @@ final class NSSDatagramSocket {
         guard peerSHA256.count == 32 else {
             throw TransportError(code: .invalidArguments, kind: .invalidInput, message: "a SHA-256 certificate digest is 32 bytes")
         }
-        try check(postern_nss_datagram_expect_peer_sha256(descriptor, peerSHA256), "certificate hook")
-        try check(SSL_ResetHandshake(descriptor, role == .server ? PR_TRUE : PR_FALSE), "handshake start")
+        try nss.check(postern_nss_datagram_expect_peer_sha256(descriptor, peerSHA256), "certificate hook")
+        try nss.check(SSL_ResetHandshake(descriptor, role == .server ? PR_TRUE : PR_FALSE), "handshake start")
     }
 
     /// False (and the datagram dropped) when it is empty, too long or the inbound queue is full.
