@@ -302,6 +302,11 @@ package struct SocksSession {
             }
             group.addTask {
                 do {
+                    if let source = remote as? any ForwardingConnection {
+                        while try await source.forward(to: client) > 0 {}
+                        await client.closeWrite()
+                        return (.transport, nil)
+                    }
                     while true {
                         let bytes = try await remote.read(maximumCount: 65536)
                         if bytes.isEmpty { await client.closeWrite(); return (.transport, nil) }
