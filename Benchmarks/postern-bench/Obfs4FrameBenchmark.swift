@@ -10,10 +10,13 @@ import PosternCrypto
 /// Both sides handle `bytes` of payload as full frames (1427 payload bytes each), in 64 KiB writes
 /// like the relay's: "cipher" is crypto_secretbox_easy / _open_easy over each 1430-byte packet with
 /// a fresh nonce and nothing else; "framing" is FrameEncoder (header, length mask, in-place seal)
-/// and FrameDecoder (length check, in-place open, payload copied out to the reader's buffer).
+/// and FrameDecoder as Obfs4Connection drives it (the wire copied into a receive buffer, standing in
+/// for recv; length check, in-place open, payloads as views of that buffer, which the connection
+/// hands to tor's socket in one gathering write). `frames` lets the caller state per-frame costs.
 enum Obfs4FrameBenchmark {
     struct Result: Sendable {
         var bytes: Int
+        var frames: Int
         var cipherSealSeconds: Double
         var cipherOpenSeconds: Double
         var framingSealSeconds: Double
@@ -32,7 +35,7 @@ enum Obfs4FrameBenchmark {
         let chunk = [UInt8]((0..<writeSize).map { UInt8(truncatingIfNeeded: $0 &* 2654435761 >> 13) })
         let writes = max(1, bytes / writeSize)
         let keyMaterial = (0..<72).map { UInt8($0) }
-        var result = Result(bytes: writes * writeSize, cipherSealSeconds: 0, cipherOpenSeconds: 0,
+        var result = Result(bytes: writes * writeSize, frames: 0, cipherSealSeconds: 0, cipherOpenSeconds: 0,
                             framingSealSeconds: 0, framingOpenSeconds: 0)
 
         // Cipher alone: one packet-sized secretbox per frame into a preallocated buffer, then each
@@ -40,6 +43,7 @@ enum Obfs4FrameBenchmark {
         let payload = Obfs4Framing.maximumPayloadLength
         let packet = Obfs4Framing.maximumPacketLength
         let framesPerWrite = (writeSize + payload - 1) / payload
+        result.frames = writes * framesPerWrite
         var boxes = [UInt8](repeating: 0, count: framesPerWrite * (packet + Obfs4Framing.tagLength))
         var plain = [UInt8](repeating: 0, count: packet)
         let key = Array(keyMaterial[0..<32])
@@ -81,6 +85,10 @@ enum Obfs4FrameBenchmark {
         var encoder = FrameEncoder(keys: DirectionKeys(keyMaterial: keyMaterial))
         var decoder = FrameDecoder(keys: DirectionKeys(keyMaterial: keyMaterial))
         var received = 0
+        let receiveBuffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: writeSize + 1448)
+        defer { receiveBuffer.deallocate() }
+        var start = 0
+        var end = 0
         for _ in 0..<writes {
             var started = threadCPUSeconds()
             var output: [UInt8] = []
@@ -98,12 +106,20 @@ enum Obfs4FrameBenchmark {
             output = []
             started = threadCPUSeconds()
             while !pieces.isEmpty {
-                decoder.append(pieces.removeFirst())
-                var pending: [UInt8] = []
+                let carried = end - start
+                receiveBuffer.baseAddress!.update(from: receiveBuffer.baseAddress! + start, count: carried)
+                start = 0
+                end = carried
+                let piece = pieces.removeFirst()
+                _ = UnsafeMutableBufferPointer(rebasing: receiveBuffer[end...]).initialize(from: piece)
+                end += piece.count
+                var views: [UnsafeBufferPointer<UInt8>] = []
                 do {
-                    while try decoder.nextPacket({ _, payload in pending.append(contentsOf: payload) }) {}
+                    start += try decoder.openFrames(in: UnsafeMutableBufferPointer(rebasing: receiveBuffer[start..<end])) { _, payload in
+                        views.append(payload)
+                    }
                 } catch { throw FrameBenchmarkError(description: "\(error)") }
-                received += pending.count
+                received += views.reduce(0) { $0 + $1.count }
             }
             result.framingOpenSeconds += threadCPUSeconds() - started
         }

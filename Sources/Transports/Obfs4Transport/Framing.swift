@@ -171,8 +171,10 @@ package struct DecodedPacket: Sendable, Equatable {
 /// Turns a byte stream back into packets. Any failure is final: the connection must be dropped.
 ///
 /// Boxes are opened in place in the receive buffer (after the tag checks out; libsodium writes
-/// nothing when it does not), and a payload is handed out as a view of that buffer, so the only
-/// copies are into the buffer and out of it to the reader.
+/// nothing when it does not), and a payload is handed out as a view of that buffer. The buffer is
+/// either the decoder's own (`append`, then `nextPacket`: the fuzz harnesses and tests) or the
+/// caller's (`openFrames`: Obfs4Connection, which receives into it, so the payloads reach tor's
+/// socket with no copy at all).
 package struct FrameDecoder: Sendable {
     private let keys: DirectionKeys
     private var counter: UInt64 = 1
@@ -243,13 +245,55 @@ package struct FrameDecoder: Sendable {
         }
     }
 
+    /// Opens, in place, the complete frames at the start of `bytes`, a caller-owned buffer holding
+    /// the stream from where the previous call stopped (how Obfs4Connection decodes in its receive
+    /// buffer). `body` gets each packet's type and payload, a view of `bytes` valid until the caller
+    /// reuses them. Returns how many bytes were consumed: whole frames, plus the length field of a
+    /// frame whose box has not fully arrived (its unmasked length is kept). The caller passes the
+    /// rest again, with more bytes after it. Same checks and failures as `nextPacket`; use either
+    /// this or `append`/`nextPacket` on one decoder, not both.
+    package mutating func openFrames(in bytes: UnsafeMutableBufferPointer<UInt8>,
+                                     _ body: (UInt8, UnsafeBufferPointer<UInt8>) -> Void) throws(TransportError) -> Int {
+        if let failure { throw failure }
+        var consumed = 0
+        do {
+            while try decodeNext(in: bytes, readIndex: &consumed, body) {}
+        } catch {
+            failure = error
+            throw error
+        }
+        return consumed
+    }
+
     private mutating func decodeNext(_ body: (UInt8, UnsafeBufferPointer<UInt8>) -> Void) throws(TransportError) -> Bool {
+        // The buffer is moved out for the call (no copy): a mutating method cannot run inside an
+        // access to one of its own stored properties.
+        var bytes: [UInt8] = []
+        swap(&bytes, &buffer)
+        defer { swap(&bytes, &buffer) }
+        var index = readIndex
+        defer { readIndex = index }
+        var outcome: Result<Bool, TransportError> = .success(false)
+        bytes.withUnsafeMutableBufferPointer { input in
+            do throws(TransportError) {
+                outcome = .success(try decodeNext(in: input, readIndex: &index, body))
+            } catch {
+                outcome = .failure(error)
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// Decodes one frame of `input` at `readIndex`, advancing it past what was consumed. Every
+    /// access to `input` is inside the ranges the guards below establish.
+    private mutating func decodeNext(in input: UnsafeMutableBufferPointer<UInt8>, readIndex: inout Int,
+                                     _ body: (UInt8, UnsafeBufferPointer<UInt8>) -> Void) throws(TransportError) -> Bool {
         let boxLength: Int
         if let pending = pendingBoxLength {
             boxLength = pending
         } else {
-            guard buffer.count - readIndex >= Obfs4Framing.lengthFieldLength else { return false }
-            let masked = UInt16(buffer[readIndex]) << 8 | UInt16(buffer[readIndex + 1])
+            guard input.count - readIndex >= Obfs4Framing.lengthFieldLength else { return false }
+            let masked = UInt16(input[readIndex]) << 8 | UInt16(input[readIndex + 1])
             readIndex += Obfs4Framing.lengthFieldLength
             let length = Int(masked ^ lengthMask.nextLengthMask())
             guard length >= Obfs4Framing.minimumBoxLength && length <= Obfs4Framing.maximumBoxLength else {
@@ -259,19 +303,17 @@ package struct FrameDecoder: Sendable {
             pendingBoxLength = length
             boxLength = length
         }
-        guard buffer.count - readIndex >= boxLength else { return false }
+        guard input.count - readIndex >= boxLength else { return false }
         guard counter != 0 else {
             throw TransportError(code: .obfs4CounterExhausted, kind: .protocolViolation, message: "frame counter exhausted")
         }
         let start = readIndex
         let packetLength = boxLength - Obfs4Framing.tagLength
         let frameCounter = counter
-        let opened = buffer.withUnsafeMutableBufferPointer { input in
-            nonce.with(counter: frameCounter) { n in
-                keys.secretboxKey.withUnsafeBufferPointer { k in
-                    Sodium.secretboxOpenInPlace(box: UnsafeMutableBufferPointer(rebasing: input[start..<start + boxLength]),
-                                                nonce: n, key: k.baseAddress!)
-                }
+        let opened = nonce.with(counter: frameCounter) { n in
+            keys.secretboxKey.withUnsafeBufferPointer { k in
+                Sodium.secretboxOpenInPlace(box: UnsafeMutableBufferPointer(rebasing: input[start..<start + boxLength]),
+                                            nonce: n, key: k.baseAddress!)
             }
         }
         guard opened else {
@@ -286,15 +328,12 @@ package struct FrameDecoder: Sendable {
                                  message: "packet of \(packetLength) bytes is shorter than its header")
         }
         let packet = start + Obfs4Framing.tagLength
-        let payloadLength = Int(buffer[packet + 1]) << 8 | Int(buffer[packet + 2])
+        let payloadLength = Int(input[packet + 1]) << 8 | Int(input[packet + 2])
         guard payloadLength <= packetLength - Obfs4Framing.packetHeaderLength else {
             throw TransportError(code: .obfs4PacketFormat, kind: .protocolViolation,
                                  message: "payload length \(payloadLength) exceeds the \(packetLength)-byte packet")
         }
-        let type = buffer[packet]
-        buffer.withUnsafeBufferPointer { all in
-            body(type, UnsafeBufferPointer(rebasing: all[packet + 3..<packet + 3 + payloadLength]))
-        }
+        body(input[packet], UnsafeBufferPointer(rebasing: input[packet + 3..<packet + 3 + payloadLength]))
         return true
     }
 }

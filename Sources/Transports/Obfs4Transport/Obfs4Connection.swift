@@ -6,17 +6,34 @@ import TransportBase
 ///
 /// One reader and one writer may run concurrently; the two directions share no mutable state
 /// except the length/IAT distributions, which the server's seed packet replaces.
-final class Obfs4Connection: TransportConnection, @unchecked Sendable {
+final class Obfs4Connection: ForwardingConnection, @unchecked Sendable {
     private struct WriterState {
         var encoder: FrameEncoder
         var lengthDistribution: WeightedDistribution
         var iatDistribution: WeightedDistribution
     }
 
+    /// The reader's side. Frames are opened where they were received, in `received`'s storage:
+    /// `start..<end` are received bytes the decoder has not consumed (at most one partial frame
+    /// once the complete ones are opened). `pending` holds payload bytes a `read` could not return
+    /// because they exceeded its maximum.
     private struct ReaderState {
         var decoder: FrameDecoder
+        var start = 0
+        var end = 0
         var pending: [UInt8] = []
         var pendingStart = 0
+    }
+
+    /// The receive buffer: one partial frame carried over plus one read of `receiveSize` (larger
+    /// only when the handshake left more than that behind). Only the reader touches its bytes, so
+    /// its storage may be handed to the socket across a suspension.
+    private final class ReceiveBuffer: @unchecked Sendable {
+        let storage: UnsafeMutableBufferPointer<UInt8>
+
+        init(capacity: Int) { storage = .allocate(capacity: capacity) }
+
+        deinit { storage.deallocate() }
     }
 
     private static let headerLength = Obfs4Framing.frameOverhead + Obfs4Framing.packetHeaderLength  // 21
@@ -26,6 +43,7 @@ final class Obfs4Connection: TransportConnection, @unchecked Sendable {
     private let iatMode: Obfs4IATMode
     private let writer: Mutex<WriterState>
     private let reader: Mutex<ReaderState>
+    private let received: ReceiveBuffer
 
     init(socket: TCPSocket, keyMaterial: [UInt8], remainder: [UInt8], iatMode: Obfs4IATMode) {
         precondition(keyMaterial.count == 144)
@@ -36,9 +54,9 @@ final class Obfs4Connection: TransportConnection, @unchecked Sendable {
             encoder: FrameEncoder(keys: DirectionKeys(keyMaterial: keyMaterial[0..<72])),
             lengthDistribution: WeightedDistribution(seed: seed, minimum: 0, maximum: Obfs4Framing.maximumSegmentLength),
             iatDistribution: WeightedDistribution(seed: Digest.sha256(seed).prefix(24), minimum: 0, maximum: Self.maximumIATDelay)))
-        var decoder = FrameDecoder(keys: DirectionKeys(keyMaterial: keyMaterial[72..<144]))
-        decoder.append(remainder)
-        reader = Mutex(ReaderState(decoder: decoder))
+        received = ReceiveBuffer(capacity: max(Self.receiveSize + Obfs4Framing.maximumSegmentLength, remainder.count))
+        _ = received.storage.initialize(from: remainder)
+        reader = Mutex(ReaderState(decoder: FrameDecoder(keys: DirectionKeys(keyMaterial: keyMaterial[72..<144])), end: remainder.count))
     }
 
     // MARK: Reading
@@ -46,52 +64,100 @@ final class Obfs4Connection: TransportConnection, @unchecked Sendable {
     func read(maximumCount: Int) async throws -> [UInt8] {
         precondition(maximumCount > 0)
         while true {
-            var seeds: [[UInt8]] = []
-            let ready = try reader.withLock { state throws(TransportError) -> [UInt8] in
-                // Payloads go straight from the decoder's buffer into `pending` (one copy).
-                var pending: [UInt8] = []
-                swap(&pending, &state.pending)
-                do throws(TransportError) {
-                    while try state.decoder.nextPacket({ type, payload in
-                        switch type {
-                        case Obfs4Framing.packetTypePayload:
-                            pending.append(contentsOf: payload)
-                        case Obfs4Framing.packetTypePRNGSeed where payload.count == Obfs4Framing.seedLength:
-                            seeds.append(Array(payload))
-                        default:
-                            break   // authenticated but unknown: ignore (spec §8.3)
-                        }
-                    }) {}
-                } catch {
-                    swap(&pending, &state.pending)
-                    throw error
+            let (ready, seeds) = try reader.withLock { state throws(TransportError) -> ([UInt8], [[UInt8]]) in
+                if state.pendingStart < state.pending.count {
+                    return (Self.takePending(&state, maximumCount: maximumCount), [])
                 }
-                swap(&pending, &state.pending)
-                return Self.takePending(&state, maximumCount: maximumCount)
+                // Payloads are copied once, from the receive buffer into `pending`.
+                var pending: [UInt8] = []
+                var seeds: [[UInt8]] = []
+                try Self.openReceived(&state, in: received) { payload in
+                    pending.append(contentsOf: payload)
+                } seed: { seeds.append($0) }
+                state.pending = pending
+                state.pendingStart = 0
+                return (Self.takePending(&state, maximumCount: maximumCount), seeds)
             }
             for seed in seeds { reseed(seed) }
             if !ready.isEmpty { return ready }
-            let chunk = try await Self.receive(from: socket, maximumCount: Self.receiveSize)
-            if chunk.isEmpty {
-                if reader.withLock({ $0.decoder.hasPartialFrame }) {
-                    throw TransportError(code: .obfs4TruncatedFrame, kind: .protocolViolation,
-                                         message: "the server closed the connection in the middle of a frame")
+            guard try await receive() else { return [] }
+        }
+    }
+
+    /// Writes the payloads of the frames received so far to `socket` straight from the receive
+    /// buffer (one gathering write, no copy), reading more first when there are none.
+    func forward(to socket: TCPSocket) async throws -> Int {
+        while true {
+            let (payloads, leftover, seeds) = try reader.withLock { state throws(TransportError) -> ([UnsafeRawBufferPointer], [UInt8], [[UInt8]]) in
+                if state.pendingStart < state.pending.count {
+                    return ([], Self.takePending(&state, maximumCount: state.pending.count), [])
                 }
-                return []
+                var payloads: [UnsafeRawBufferPointer] = []
+                var seeds: [[UInt8]] = []
+                try Self.openReceived(&state, in: received) { payload in
+                    if !payload.isEmpty { payloads.append(UnsafeRawBufferPointer(payload)) }
+                } seed: { seeds.append($0) }
+                return (payloads, [], seeds)
             }
-            reader.withLock { $0.decoder.append(chunk) }
+            for seed in seeds { reseed(seed) }
+            if !leftover.isEmpty {
+                try await socket.write(leftover)
+                return leftover.count
+            }
+            if !payloads.isEmpty {
+                // The views stay valid: only `receive`, which this reader calls next, moves bytes.
+                try await socket.write(gathering: payloads)
+                return payloads.reduce(0) { $0 + $1.count }
+            }
+            guard try await receive() else { return 0 }
+        }
+    }
+
+    /// Opens every complete frame in the receive buffer, in place, passing each payload packet's
+    /// payload (a view of the buffer) and each seed packet's seed on.
+    private static func openReceived(_ state: inout ReaderState, in received: ReceiveBuffer,
+                                     payload: (UnsafeBufferPointer<UInt8>) -> Void,
+                                     seed: ([UInt8]) -> Void) throws(TransportError) {
+        let region = UnsafeMutableBufferPointer(rebasing: received.storage[state.start..<state.end])
+        state.start += try state.decoder.openFrames(in: region) { type, bytes in
+            switch type {
+            case Obfs4Framing.packetTypePayload:
+                payload(bytes)
+            case Obfs4Framing.packetTypePRNGSeed where bytes.count == Obfs4Framing.seedLength:
+                seed(Array(bytes))
+            default:
+                break   // authenticated but unknown: ignore (spec §8.3)
+            }
         }
     }
 
     private static let receiveSize = 65536
 
-    /// One recv into a fresh, uninitialised array (no zero-fill), which the decoder then usually
-    /// adopts as its buffer without copying.
-    private static func receive(from socket: TCPSocket, maximumCount: Int) async throws -> [UInt8] {
-        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: maximumCount, alignment: 16)
-        defer { storage.deallocate() }
-        let count = try await socket.read(into: storage)
-        return Array(UnsafeRawBufferPointer(rebasing: storage[0..<count]))
+    /// Moves the unconsumed partial frame to the front of the receive buffer and receives into
+    /// the rest (at least `receiveSize` bytes of room). False at end of stream.
+    private func receive() async throws -> Bool {
+        let (free, freeCount) = reader.withLock { state -> (Int, Int) in
+            let carried = state.end - state.start
+            if state.start > 0 {
+                if carried > 0 {   // overlapping ranges are allowed
+                    received.storage.baseAddress!.update(from: received.storage.baseAddress! + state.start, count: carried)
+                }
+                state.start = 0
+                state.end = carried
+            }
+            return (state.end, received.storage.count - state.end)
+        }
+        precondition(freeCount > 0, "the receive buffer holds more than one partial frame")
+        let count = try await socket.read(into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: received.storage[free...])))
+        if count == 0 {
+            if reader.withLock({ $0.decoder.hasPartialFrame || $0.start < $0.end }) {
+                throw TransportError(code: .obfs4TruncatedFrame, kind: .protocolViolation,
+                                     message: "the server closed the connection in the middle of a frame")
+            }
+            return false
+        }
+        reader.withLock { $0.end += count }
+        return true
     }
 
     private static func takePending(_ state: inout ReaderState, maximumCount: Int) -> [UInt8] {

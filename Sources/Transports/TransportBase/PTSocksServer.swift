@@ -279,7 +279,8 @@ package struct SocksSession {
         [5, code.rawValue, 0, 1, 0, 0, 0, 0, 0, 0]
     }
 
-    /// Copies both ways. End of stream is passed on as a half-close; an error ends both directions
+    /// Copies both ways; a transport that is a `ForwardingConnection` writes to tor's socket from
+    /// its own buffers instead of handing out arrays. End of stream is passed on as a half-close; an error ends both directions
     /// and is returned so the session can log why the connection ended. The transport's error wins
     /// over tor's side: when the transport fails, this closes tor's socket, and tor's reader then
     /// fails too (a cancellation). Which of the two finishes first is up to the scheduler, so taking
@@ -302,6 +303,11 @@ package struct SocksSession {
             }
             group.addTask {
                 do {
+                    if let source = remote as? any ForwardingConnection {
+                        while try await source.forward(to: client) > 0 {}
+                        await client.closeWrite()
+                        return (.transport, nil)
+                    }
                     while true {
                         let bytes = try await remote.read(maximumCount: 65536)
                         if bytes.isEmpty { await client.closeWrite(); return (.transport, nil) }

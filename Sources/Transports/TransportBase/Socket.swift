@@ -215,6 +215,61 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
         }
     }
 
+    /// The most pieces one `write(gathering:)` system call takes (Linux's IOV_MAX).
+    private static let maximumPiecesPerCall = 1024
+
+    /// Writes every byte of `pieces`, in order, or throws: one sendmsg for up to 1024 pieces, so
+    /// bytes spread over a caller's buffer (obfs4's payloads between their frame headers) reach the
+    /// kernel without being gathered into an array first. The pieces must stay valid and unchanged
+    /// until this returns.
+    public func write(gathering pieces: [UnsafeRawBufferPointer]) async throws {
+        var index = 0    // the first piece not completely sent
+        var offset = 0   // how much of it was sent
+        var vectors: [iovec] = []
+        vectors.reserveCapacity(min(pieces.count, Self.maximumPiecesPerCall))
+        while true {
+            vectors.removeAll(keepingCapacity: true)
+            var next = index
+            while next < pieces.count && vectors.count < Self.maximumPiecesPerCall {
+                let skip = next == index ? offset : 0
+                if let base = pieces[next].baseAddress, pieces[next].count > skip {
+                    vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: base + skip), iov_len: pieces[next].count - skip))
+                }
+                next += 1
+            }
+            if vectors.isEmpty { return }
+            try throwIfTerminated()
+            do throws(SystemCallError) {
+                var sent = try SystemCall.retrying("sendmsg") {
+                    vectors.withUnsafeMutableBufferPointer { vector in
+                        var message = msghdr()
+                        message.msg_iov = vector.baseAddress
+                        message.msg_iovlen = vector.count
+                        return Glibc.sendmsg(descriptor, &message, Int32(MSG_NOSIGNAL))
+                    }
+                }
+                counters.didWrite(sent)
+                while sent > 0 && index < pieces.count {
+                    let remaining = pieces[index].count - offset
+                    if sent >= remaining {
+                        sent -= remaining
+                        index += 1
+                        offset = 0
+                    } else {
+                        offset += sent
+                        sent = 0
+                    }
+                }
+            } catch where error.number == EAGAIN || error.number == EWOULDBLOCK {
+                await waitWritable()
+            } catch {
+                let failure = SocketErrors.fromErrno(error.number, operation: "sendmsg")
+                endFlow(error: failure, endedByPeer: false)
+                throw failure
+            }
+        }
+    }
+
     /// Half-closes: the peer reads end of stream, reading continues.
     public func closeWrite() async {
         _ = Glibc.shutdown(descriptor, Int32(SHUT_WR))
