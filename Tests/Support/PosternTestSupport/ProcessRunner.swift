@@ -9,6 +9,13 @@ public struct ProcessResult: Sendable {
 }
 
 public enum ProcessRunner {
+    /// Children run at once through this runner, at most: each holds three pipes and a socket
+    /// pair in the test process while it runs, and Foundation's Process.run() on Linux (Swift
+    /// 6.3.1) can crash once a process holds more than about 1,360 descriptors (scripts/run-tests.sh
+    /// says why). The CLI tests started dozens at once; this bound took the shared process's pipes
+    /// at its peak from 785 to 544 descriptors (the rest are other suites' peers).
+    private static let childSlots = DispatchSemaphore(value: 8)
+
     /// Runs the program on a thread of its own and awaits it there, not on the cooperative pool.
     ///
     /// The pool has one thread per core (two here), and the tests of a group run in parallel in
@@ -39,6 +46,8 @@ public enum ProcessRunner {
     /// (see `waitForExit`).
     public static func runBlocking(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
                                    stdin: String? = nil, exitNoticeGrace: TimeInterval = 30) throws -> ProcessResult {
+        childSlots.wait()
+        defer { childSlots.signal() }
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
