@@ -18,7 +18,7 @@ import Foundation
 /// - every candidate written twice, for component 1 and 2 (pion's RTCP component), same priority.
 /// libnice still uses its own priorities in its checks' PRIORITY attribute; a proxy reads the
 /// offer's only to order its pairs, and the addresses and ports are libnice's own, unchanged.
-enum PionOfferShape {
+package enum PionOfferShape {
     static let iceCharacters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
     /// The candidate as pion would write it for component `component`.
@@ -36,7 +36,7 @@ enum PionOfferShape {
     }
 
     /// The `a=candidate:` values for `candidates`: each for component 1 then 2, no line twice.
-    static func candidateLines(_ candidates: [ICECandidate]) -> [String] {
+    package static func candidateLines(_ candidates: [ICECandidate]) -> [String] {
         var lines: [String] = []
         for candidate in candidates {
             for component in 1...2 {
