@@ -168,6 +168,23 @@ FLOW_IDLE_SECONDS = 600  # a verdict is forgotten after this long without a pack
 FLOW_LIMIT = 65536       # at most this many verdicts kept (the oldest go first)
 
 
+def announce_ready(ready, stats):
+    """Writes the judge's counters to READY.stats and its pid to READY (each atomically), which
+    scripts/testbed-censors waits for; returns the function that rewrites the counters."""
+    stats_path = ready + ".stats"
+
+    def write_stats():
+        with open(stats_path + ".tmp", "w", encoding="utf-8") as handle:
+            json.dump(stats, handle, sort_keys=True)
+        os.replace(stats_path + ".tmp", stats_path)
+
+    write_stats()
+    with open(ready + ".tmp", "w", encoding="utf-8") as handle:
+        handle.write(f"{os.getpid()}\n")
+    os.replace(ready + ".tmp", ready)
+    return write_stats
+
+
 def fet(args):
     close_inherited_descriptors()
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
@@ -178,17 +195,7 @@ def fet(args):
     fd = open_tun(args.device)
     stats = {"judged": 0, "exempt": {}, "flagged": 0, "reset": 0, "spared": 0, "block_failed": 0,
              "not_tcp": 0}
-    stats_path = args.ready + ".stats"
-
-    def write_stats():
-        with open(stats_path + ".tmp", "w", encoding="utf-8") as handle:
-            json.dump(stats, handle, sort_keys=True)
-        os.replace(stats_path + ".tmp", stats_path)
-
-    write_stats()
-    with open(args.ready + ".tmp", "w", encoding="utf-8") as handle:
-        handle.write(f"{os.getpid()}\n")
-    os.replace(args.ready + ".tmp", args.ready)
+    write_stats = announce_ready(args.ready, stats)
     print(f"fet: P={args.probability}% block {args.block_seconds}s seed {args.seed}", flush=True)
     poller = select.epoll()
     poller.register(fd, select.EPOLLIN)
@@ -288,17 +295,7 @@ def fingerprint(args):
     fd = open_tun(args.device)
     stats = {"judged": 0, "blocked": {}, "block_failed": 0, "dropped_after": 0, "not_ip": 0,
              "timed_out": 0}
-    stats_path = args.ready + ".stats"
-
-    def write_stats():
-        with open(stats_path + ".tmp", "w", encoding="utf-8") as handle:
-            json.dump(stats, handle, sort_keys=True)
-        os.replace(stats_path + ".tmp", stats_path)
-
-    write_stats()
-    with open(args.ready + ".tmp", "w", encoding="utf-8") as handle:
-        handle.write(f"{os.getpid()}\n")
-    os.replace(args.ready + ".tmp", args.ready)
+    write_stats = announce_ready(args.ready, stats)
     print(f"fingerprint: rules {', '.join(r.name for r in rules)}; blocked flows dropped for "
           f"{args.block_seconds}s", flush=True)
     poller = select.epoll()
