@@ -199,6 +199,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("WebSocketHandshakeFuzzer", ["TransportWire"]),
     ("NostrMessageFuzzer", ["PosternAppLayer"]),
     ("WebtunnelUpgradeFuzzer", ["WebtunnelTransport", "TransportBase", "TransportWire"]),
+    ("NoiseNKFuzzer", ["PosternCrypto"]),
 ]
 package.targets += [
     .target(name: "FuzzerEntry", path: "Fuzz/Entry"),
