@@ -52,9 +52,10 @@ let package = Package(
         // One helper per low-level concern, below every other module: system calls retried on EINTR
         // with errno as a typed error, the one shape of the public error structs, signals via Dispatch.
         .target(name: "PosternSystem", path: "Sources/PosternSystem"),
-        // The one place for digests (SHA-1 for WebSocket only, SHA-256, SHA-512), HMAC, HKDF and
-        // randomness; libsodium initialised once per process.
-        .target(name: "PosternCrypto", dependencies: ["CSodium"], path: "Sources/PosternCrypto"),
+        // The one place for digests (SHA-1 for WebSocket only, SHA-256, SHA-512, BLAKE2s in Swift), HMAC,
+        // HKDF and randomness, X25519 and ChaCha20-Poly1305, and Noise NK (dnstt); libsodium initialised
+        // once per process. PosternSystem for the shape of its errors.
+        .target(name: "PosternCrypto", dependencies: ["PosternSystem", "CSodium"], path: "Sources/PosternCrypto"),
         // The transport vocabulary, below every transport and the settings store (as arti's tor-linkspec
         // and tor-ptmgr's transport names): transport names, bridge lines, addresses, fingerprints and
         // arguments, the argument-rules protocol, redaction.
@@ -156,6 +157,10 @@ let package = Package(
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
         .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
+        // PosternCrypto alone: BLAKE2s against RFC 7693, Python's hashlib and OpenSSL (COpenSSL, the test's
+        // oracle only), Noise NK against flynn/noise's vectors (Tests/Support/noise-vectors).
+        .testTarget(name: "CryptoTests", dependencies: ["PosternCrypto", "PosternSystem", "COpenSSL"], path: "Tests/CryptoTests",
+                    resources: [.copy("Vectors")]),
         .testTarget(name: "BridgeQRTests", dependencies: ["BridgeQR", "PosternLinkSpec", "BridgeConfig"], path: "Tests/BridgeQRTests"),
         .testTarget(name: "TrialAnalysisTests", dependencies: ["TrialAnalysis"], path: "Tests/TrialAnalysisTests"),
         // Results, report (rendered by rsvg-convert), OONI schema, merge; no network.
@@ -194,6 +199,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("WebSocketHandshakeFuzzer", ["TransportWire"]),
     ("NostrMessageFuzzer", ["PosternAppLayer"]),
     ("WebtunnelUpgradeFuzzer", ["WebtunnelTransport", "TransportBase", "TransportWire"]),
+    ("NoiseNKFuzzer", ["PosternCrypto"]),
 ]
 package.targets += [
     .target(name: "FuzzerEntry", path: "Fuzz/Entry"),

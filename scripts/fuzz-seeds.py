@@ -172,3 +172,18 @@ seed("Obfs4ClientSessionFuzzer", "real-max-padding", bytes([31, 0, 0, 0x1f, 0xa0
 seed("Obfs4ClientSessionFuzzer", "real-flipped", bytes([31, 1, 100, 0x11, 0, 16]) + bytes(16) + bytes([0, 3, 0]) + b"abc")
 seed("Obfs4ClientHandshakeFuzzer", "random-reply", bytes([0, 3, 31, 63, 127]) + bytes((i * 37) & 0xFF for i in range(600)))
 seed("Obfs4ClientHandshakeFuzzer", "max-padding-no-mark", bytes([0, 2, 255, 255]) + bytes((i * 101) & 0xFF for i in range(8300)))
+
+# Noise NK (NoiseNKTests' flynn/noise vectors): mode 0 an arbitrary first message (flynn's real
+# ones and the ones it refuses), mode 1 a real one built and edited by the harness, mode 2 a
+# cipher state fed real and forged transport messages.
+noise = json.load(open(os.path.join(root, "Tests/CryptoTests/Vectors/noise-nk-flynn.json")))
+for case in noise["cases"]:
+    seed("NoiseNKFuzzer", "first-" + case["name"], bytes([0]) + bytes.fromhex(case["message1"]))
+for case in noise["refused"]:
+    seed("NoiseNKFuzzer", "refused-" + case["name"], bytes([0]) + bytes.fromhex(case["message1"]))
+seed("NoiseNKFuzzer", "real-plain", bytes([1]) + bytes(range(0x21, 0x41)) + bytes([0, 0]))
+seed("NoiseNKFuzzer", "real-flipped", bytes([1]) + bytes(range(0x21, 0x41)) + bytes([5]) + b"hello" + bytes([1, 0, 200]))
+seed("NoiseNKFuzzer", "real-cut", bytes([1]) + bytes(range(32)) + bytes([0, 2, 47]))
+seed("NoiseNKFuzzer", "transport", bytes([2, 2, 5]) + b"hello" + bytes([0, 3]) + b"abc" + bytes([0x80])
+     + bytes([0, 0, 1, 1, 0, 9, 0, 1, 2, 1, 20, 3, 17]) + bytes(17) + bytes([0, 0]))
+seed("NoiseNKFuzzer", "transport-at-the-end", bytes([2, 0, 4]) + b"last" + bytes([0, 1]) + b"x" + bytes([0x80]) + bytes([0, 0, 0, 0, 0, 1]))

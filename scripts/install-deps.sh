@@ -26,6 +26,9 @@ PACKAGES=(
   snowflake-proxy snowflake-client coturn golang-go golang-snowflake-dev openssl
   # test bed: webtunnel (the web server in front of our webtunnel server stand-in)
   nginx
+  # Noise NK vectors from an independent implementation (Tests/Support/noise-vectors/generate.sh
+  # regenerates Tests/CryptoTests/Vectors/noise-nk-flynn.json; the unit tests read the checked-in file)
+  golang-github-flynn-noise-dev
   # HTTP/2 tests: nginx answers a POST with its body (TransportTLSTests/NginxHTTP2Server)
   libnginx-mod-http-echo
   # app layer leak proof: packet capture inside the namespace
