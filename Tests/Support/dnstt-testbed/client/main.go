@@ -1,7 +1,7 @@
 // Test-bed dnstt client: OURS, a test double standing in for the reference dnstt-client (which
 // Debian 12 does not ship), so that the bed can be checked end to end before Postern's Swift client
 // exists. It is not a model for that client: no uTLS, no DoT redial, no Retry-After; it speaks the
-// wire format of the project's dnstt notes (/work/shared/docs/specs/dnstt.md; "notes §n") through
+// wire format of the project's dnstt notes (see docs/plans/DNSTT.md; "notes §n") through
 // the shared codec in ../dnsttbed, with kcp-go, flynn/noise and smux from Debian underneath.
 //
 //	dnstt-test-client (-udp HOST:PORT | -dot HOST:PORT | -doh URL) [-ca PEM] -pubkey-file PUB -domain ZONE MODE

@@ -1,7 +1,7 @@
 // Package dnsttbed is the dnstt wire protocol as the test bed's Go programs (server stand-in, client
 // double, vector tool) speak it. It is ours, written from the project's protocol notes
-// (/work/shared/docs/specs/dnstt.md, to become docs/DNSTT.md; cited as "notes §n") and not copied
-// from dnstt: Debian 12 ships no dnstt, so the bed cannot run the reference. What is upstream code
+// (on upstream dnstt, www.bamsoftware.com/software/dnstt/; summarised in docs/plans/DNSTT.md; cited
+// as "notes §n") and not copied from dnstt: Debian 12 ships no dnstt, so the bed cannot run the reference. What is upstream code
 // here is underneath: miekg/dns 1.1.50 parses and packs DNS messages, flynn/noise 1.0.0 does the
 // Noise handshake and ciphers, kcp-go 5.6.1 and smux 1.5.16 (configured by KCPConfigure and
 // SmuxConfig) carry the stream. The vector tool checks these encoders against the notes' §7 vectors,

@@ -1,6 +1,6 @@
 // Test-bed dnstt server: OURS, a stand-in for dnstt-server, which Debian 12 does not ship. It is
-// written from the project's dnstt protocol notes (/work/shared/docs/specs/dnstt.md, to become
-// docs/DNSTT.md; "notes §n" below), not copied from dnstt. The layers under the DNS codec are
+// written from the project's dnstt protocol notes (on upstream dnstt, www.bamsoftware.com/software/dnstt/;
+// summarised in docs/plans/DNSTT.md; "notes §n" below), not copied from dnstt. The layers under the DNS codec are
 // upstream code from Debian: kcp-go 5.6.1, smux 1.5.16, flynn/noise 1.0.0, miekg/dns 1.1.50 and
 // snowflake's turbotunnel.QueuePacketConn (golang-snowflake-dev 2.5.1).
 //
