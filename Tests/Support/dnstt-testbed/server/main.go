@@ -27,6 +27,8 @@
 //     Noise_NK responder with dnstt's prologue and [u16 BE] framing (4096-byte plaintext chunks),
 //     smux v2 (keepalive timeout 2 min, stream buffer 1 MiB), each stream dialled to -orport with a
 //     30 s timeout and copied both ways.
+//   - A stats line (queries, and how many had upper case in the name: 0x20 from a resolver)
+//     every 10 s while it changes, and at once on SIGUSR1.
 //
 // Differences from dnstt-server, all outside the wire format: Debian's QueuePacketConn holds 512
 // packets per client where dnstt's holds 128; the optional -doh (HTTPS POST of
@@ -49,7 +51,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -104,6 +108,30 @@ type server struct {
 	stash      map[dnsttbed.ClientID][]byte
 	static     noise.DHKey
 	orPort     string
+	// Counts for the stats line: queries, and those whose name had an upper-case letter (a
+	// resolver's 0x20 randomisation, notes §8.1).
+	queries, mixedCase int64
+}
+
+// logStats writes a line every 10 s while the counts change, and at once on SIGUSR1.
+func (s *server) logStats() {
+	var lastQueries int64
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	tick := time.NewTicker(10 * time.Second)
+	for {
+		asked := false
+		select {
+		case <-tick.C:
+		case <-usr1:
+			asked = true
+		}
+		queries, mixed := atomic.LoadInt64(&s.queries), atomic.LoadInt64(&s.mixedCase)
+		if queries != lastQueries || asked {
+			log.Printf("stats: %d queries, %d with upper case in the name", queries, mixed)
+			lastQueries = queries
+		}
+	}
 }
 
 // handle decides a query's answer (notes §6.1) and queues it; nil means no answer.
@@ -152,6 +180,10 @@ func (s *server) decide(rec *record) {
 		return
 	}
 	question := query.Question[0]
+	atomic.AddInt64(&s.queries, 1)
+	if strings.ToLower(question.Name) != question.Name {
+		atomic.AddInt64(&s.mixedCase, 1)
+	}
 	prefix, ok := dnsttbed.SplitUnderDomain(question.Name, s.domain)
 	if !ok {
 		rec.rcode = dns.RcodeNameError
@@ -428,6 +460,7 @@ func main() {
 	}
 	go s.acceptSessions(ln)
 	go s.sendLoop()
+	go s.logStats()
 
 	var closers []io.Closer
 	if *udpAddr != "" {
