@@ -73,10 +73,13 @@ let package = Package(
         .target(name: "TransportBase", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportWire", "CEpoll", "CSpawn"], path: "Sources/Transports/TransportBase"),
         .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "CSodium"],
                 path: "Sources/Transports/Obfs4Transport"),
+        // Turbo Tunnel's shared layers (snowflake and dnstt): the KCP engine and segments, smux v2 frames and
+        // the client's stream state, the ClientID. Pure logic, no I/O.
+        .target(name: "TurboTunnel", dependencies: ["PosternSystem"], path: "Sources/Transports/TurboTunnel"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
         // HTTPS to the broker, its fronts and the AMP cache, and WebRTC's DTLS, through TransportTLS (NSS).
         .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "TransportTLS",
-                                                           "CNice", "CUsrsctp", "CSnowflakeLibraries", "CZlib"],
+                                                           "TurboTunnel", "CNice", "CUsrsctp", "CSnowflakeLibraries", "CZlib"],
                 path: "Sources/Transports/SnowflakeTransport"),
         // The webtunnel client: TLS (TransportTLS) and an HTTP/1.1 upgrade (TransportWire), then tor's bytes unframed.
         .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportBase", "TransportWire", "TransportTLS"],
@@ -148,7 +151,7 @@ let package = Package(
         .testTarget(name: "TransportTLSTests", dependencies: ["TransportTLS", "TransportBase", "TransportWire", "PosternLinkSpec", "PosternTestSupport"], path: "Tests/TransportTLSTests"),
         .testTarget(name: "WebtunnelTests", dependencies: ["BridgeConfig", "WebtunnelTransport", "TransportBase", "TransportWire", "TransportTLS", "TransportTestSupport",
                                                        "PosternTestSupport"], path: "Tests/WebtunnelTests"),
-        .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TransportBase", "TransportWire", "TransportTLS", "TransportTestSupport",
+        .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TurboTunnel", "TransportBase", "TransportWire", "TransportTLS", "TransportTestSupport",
                                                        "PosternTestSupport"],
                     path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
@@ -187,12 +190,12 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("Obfs4ClientHandshakeFuzzer", ["Obfs4FuzzHarnesses"]),
     ("Obfs4ClientSessionFuzzer", ["Obfs4FuzzHarnesses"]),
     ("SnowflakeEncapsulationFuzzer", ["SnowflakeTransport"]),
-    ("KCPFuzzer", ["SnowflakeTransport"]),
-    ("SmuxFuzzer", ["SnowflakeTransport"]),
+    ("KCPFuzzer", ["TurboTunnel"]),
+    ("SmuxFuzzer", ["TurboTunnel"]),
     ("SDPFuzzer", ["SnowflakeTransport"]),
     ("BrokerResponseFuzzer", ["SnowflakeTransport"]),
-    ("KCPControlBlockFuzzer", ["SnowflakeTransport"]),
-    ("SmuxSessionFuzzer", ["SnowflakeTransport"]),
+    ("KCPControlBlockFuzzer", ["TurboTunnel"]),
+    ("SmuxSessionFuzzer", ["TurboTunnel"]),
     ("BrokerHTTPResponseFuzzer", ["SnowflakeTransport", "TransportWire"]),
     ("GeoRelayCSVFuzzer", ["PosternAppLayer"]),
     ("WebSocketFrameFuzzer", ["TransportWire"]),

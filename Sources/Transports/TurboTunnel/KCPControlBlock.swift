@@ -1,4 +1,5 @@
-// The KCP protocol engine with snowflake's settings, following skywind3000/kcp as kcp-go v5 runs it:
+// The KCP protocol engine, following skywind3000/kcp as kcp-go v5 runs it, with snowflake's settings
+// as defaults (dnstt's differ in window and MTU only):
 // stream mode, send and receive windows of 65535 segments, MTU 1400 (MSS 1376), nodelay 0 (minimum
 // RTO 100 ms, RTO backoff doubles), interval 10 ms (kcp-go's floor), no fast resend, congestion
 // window off (nc = 1: the window is min(snd_wnd, peer's wnd)). Segment layout: KCPSegment.swift.
@@ -6,7 +7,7 @@
 // Pure logic: the caller supplies the clock (milliseconds, wrapping UInt32) and moves packets. Not
 // thread-safe; its owner serialises access.
 //
-// Hostile input (a proxy sees and can forge these bytes): no field of a peer's segment may trap, hang
+// Hostile input (a snowflake proxy or a DNS resolver sees and can forge these bytes): no field of a peer's segment may trap, hang
 // or grow memory without a cap. Sequence numbers, una and timestamps wrap (the protocol's modular
 // arithmetic: `&+`, `&-`, `timeDiff`); an RTT sample is clamped to maxRTO before any sum (a forged
 // ACK timestamp 2^31 ms old used to overflow the Int32 sums, as kcp-go's own wrap hides); a
@@ -34,11 +35,13 @@ package struct KCPControlBlock {
     let conversation: UInt32
     let mtu: Int
     var mss: Int { mtu - Self.overhead }
-    let sendWindow: UInt32
+    package let sendWindow: UInt32
     let receiveWindow: UInt32
     let interval: UInt32
+    /// Names the sender in error messages.
+    let peer: String
 
-    private(set) var sendUnacknowledged: UInt32 = 0  // snd_una
+    package private(set) var sendUnacknowledged: UInt32 = 0  // snd_una
     private(set) var sendNext: UInt32 = 0            // snd_nxt
     private(set) var receiveNext: UInt32 = 0         // rcv_nxt
     private(set) var remoteWindow: UInt32 = 32       // rmt_wnd (IKCP_WND_RCV until told)
@@ -48,7 +51,7 @@ package struct KCPControlBlock {
     private var probe: UInt8 = 0
     private var probeWait: UInt32 = 0
     private var probeTimestamp: UInt32 = 0
-    private(set) var deadLinkReached = false
+    package private(set) var deadLinkReached = false
 
     private struct Outgoing {
         var segment: KCPSegment
@@ -65,12 +68,14 @@ package struct KCPControlBlock {
     private static let askSend: UInt8 = 1
     private static let askTell: UInt8 = 2
 
-    package init(conversation: UInt32, mtu: Int = KCPSegment.mtu, window: UInt32 = 65535, interval: UInt32 = 10) {
+    package init(conversation: UInt32, mtu: Int = KCPSegment.mtu, window: UInt32 = 65535, interval: UInt32 = 10,
+                 peer: String = "the peer") {
         self.conversation = conversation
         self.mtu = mtu
         self.sendWindow = window
         self.receiveWindow = window
         self.interval = max(10, interval)
+        self.peer = peer
     }
 
     /// Segments queued or in flight: a sender backs off when this reaches the send window.
@@ -120,12 +125,12 @@ package struct KCPControlBlock {
     // MARK: input
 
     /// Feeds one packet from the peer.
-    package mutating func input(_ packet: [UInt8], now: UInt32) throws(SnowflakeError) {
-        let segments = try KCPSegment.decodePacket(packet, conversation: conversation)
+    package mutating func input(_ packet: [UInt8], now: UInt32) throws(TurboTunnelError) {
+        let segments = try KCPSegment.decodePacket(packet, conversation: conversation, peer: peer)
         var maxAck: UInt32?
         for segment in segments where segment.payload.count > mss {
-            throw SnowflakeError(code: .kcpMalformed, kind: .protocolViolation,
-                                 message: "a KCP segment from the snowflake proxy or server carries \(segment.payload.count) bytes, more than the MSS")
+            throw TurboTunnelError(code: .kcpMalformed, kind: .protocolViolation,
+                                   message: "a KCP segment from \(peer) carries \(segment.payload.count) bytes, more than the MSS")
         }
         for segment in segments {
             remoteWindow = UInt32(segment.window)
@@ -222,12 +227,12 @@ package struct KCPControlBlock {
     }
 
     /// Whether segments are in flight (sent, not yet acknowledged).
-    var hasUnacknowledgedData: Bool { !sendBuffer.isEmpty }
+    package var hasUnacknowledgedData: Bool { !sendBuffer.isEmpty }
 
     /// A new carrier: everything in flight is due again at once, with the RTO and the dead-link
     /// count starting over. Without this, segments whose RTO doubled during the outage would wait
     /// seconds on a path that works.
-    mutating func retransmitEverythingNow(now: UInt32) {
+    package mutating func retransmitEverythingNow(now: UInt32) {
         for index in sendBuffer.indices where sendBuffer[index].transmissions > 0 {
             sendBuffer[index].resendAt = now
             sendBuffer[index].rto = retransmitTimeout
@@ -314,6 +319,6 @@ package struct KCPControlBlock {
 }
 
 /// Signed distance between two wrapping 32-bit counters.
-func timeDiff(_ later: UInt32, _ earlier: UInt32) -> Int32 {
+package func timeDiff(_ later: UInt32, _ earlier: UInt32) -> Int32 {
     Int32(bitPattern: later &- earlier)
 }
