@@ -159,6 +159,8 @@ let package = Package(
                     exclude: ["Vectors"]),
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
+        // TurboTunnel alone: KCP engines against each other with dnstt's asymmetric MTUs, loss and caps.
+        .testTarget(name: "TurboTunnelTests", dependencies: ["TurboTunnel"], path: "Tests/TurboTunnelTests"),
         .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
         // PosternCrypto alone: BLAKE2s against RFC 7693, Python's hashlib and OpenSSL (COpenSSL, the test's
         // oracle only), Noise NK against flynn/noise's vectors (Tests/Support/noise-vectors).

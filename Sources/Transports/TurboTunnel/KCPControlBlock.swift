@@ -11,7 +11,9 @@
 // or grow memory without a cap. Sequence numbers, una and timestamps wrap (the protocol's modular
 // arithmetic: `&+`, `&-`, `timeDiff`); an RTT sample is clamped to maxRTO before any sum (a forged
 // ACK timestamp 2^31 ms old used to overflow the Int32 sums, as kcp-go's own wrap hides); a
-// segment's RTO backoff stops at maxRTO; a payload longer than the MSS is a typed error; what is
+// segment's RTO backoff stops at maxRTO; a payload longer than maximumIncomingPayload (the MSS
+// unless the owner says otherwise: dnstt's server sends 908-byte segments to a client whose own
+// MTU is 134) is a typed error; what is
 // held for the reader (out of order plus in order) is at most receiveBufferLimit segments, and a
 // segment beyond that is neither stored nor acknowledged (the peer sends it again); pending ACKs
 // are capped at pendingAcknowledgementLimit. `frg` is ignored (stream mode: always 0).
@@ -38,6 +40,9 @@ package struct KCPControlBlock {
     package let sendWindow: UInt32
     let receiveWindow: UInt32
     let interval: UInt32
+    /// The longest segment payload accepted from the peer. Held segments are counted, not bytes,
+    /// so this also bounds what receiveBufferLimit segments can hold.
+    package let maximumIncomingPayload: Int
     /// Names the sender in error messages.
     let peer: String
 
@@ -68,10 +73,12 @@ package struct KCPControlBlock {
     private static let askSend: UInt8 = 1
     private static let askTell: UInt8 = 2
 
+    /// `maximumIncomingPayload` nil: the MSS (`mtu` − 24), as when both sides share one MTU.
     package init(conversation: UInt32, mtu: Int = KCPSegment.mtu, window: UInt32 = 65535, interval: UInt32 = 10,
-                 peer: String = "the peer") {
+                 maximumIncomingPayload: Int? = nil, peer: String = "the peer") {
         self.conversation = conversation
         self.mtu = mtu
+        self.maximumIncomingPayload = maximumIncomingPayload ?? (mtu - Self.overhead)
         self.sendWindow = window
         self.receiveWindow = window
         self.interval = max(10, interval)
@@ -128,9 +135,11 @@ package struct KCPControlBlock {
     package mutating func input(_ packet: [UInt8], now: UInt32) throws(TurboTunnelError) {
         let segments = try KCPSegment.decodePacket(packet, conversation: conversation, peer: peer)
         var maxAck: UInt32?
-        for segment in segments where segment.payload.count > mss {
+        for segment in segments where segment.payload.count > maximumIncomingPayload {
             throw TurboTunnelError(code: .kcpMalformed, kind: .protocolViolation,
-                                   message: "a KCP segment from \(peer) carries \(segment.payload.count) bytes, more than the MSS")
+                                   message: maximumIncomingPayload == mss
+                                       ? "a KCP segment from \(peer) carries \(segment.payload.count) bytes, more than the MSS"
+                                       : "a KCP segment from \(peer) carries \(segment.payload.count) bytes, more than \(maximumIncomingPayload)")
         }
         for segment in segments {
             remoteWindow = UInt32(segment.window)
