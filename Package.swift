@@ -76,6 +76,10 @@ let package = Package(
         // Turbo Tunnel's shared layers (snowflake and dnstt): the KCP engine and segments, smux v2 frames and
         // the client's stream state, the ClientID. Pure logic, no I/O.
         .target(name: "TurboTunnel", dependencies: ["PosternSystem"], path: "Sources/Transports/TurboTunnel"),
+        // The dnstt client's codecs so far (issue #23): bridge-line rules and options, DNS messages, dnstt's
+        // queries and responses, its Noise framing (Noise NK itself is PosternCrypto's). Not dialled yet.
+        .target(name: "DnsttTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TurboTunnel"],
+                path: "Sources/Transports/DnsttTransport"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
         // HTTPS to the broker, its fronts and the AMP cache, and WebRTC's DTLS, through TransportTLS (NSS).
         .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "TransportTLS",
@@ -115,7 +119,7 @@ let package = Package(
         // The session an app embeds (settings, transports, connection assist,
         // live SETCONF, status), the bridge health check.
         .target(name: "PosternRuntime", dependencies: ["PosternSystem", "PosternCrypto", "PosternTor", "ConnectionAssist", "PosternLinkSpec", "BridgeConfig", "TransportBase", "TransportWire", "Obfs4Transport",
-                                                       "SnowflakeTransport", "WebtunnelTransport", "TransportTLS"],
+                                                       "SnowflakeTransport", "WebtunnelTransport", "DnsttTransport", "TransportTLS"],
                 path: "Sources/PosternRuntime"),
         // The app layer on top of the session: HTTP(S) and WebSocket through
         // its SOCKS port (libcurl), Nostr relays and NIP-17, the geo relay directory.
@@ -161,6 +165,9 @@ let package = Package(
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
         // TurboTunnel alone: KCP engines against each other with dnstt's asymmetric MTUs, loss and caps.
         .testTarget(name: "TurboTunnelTests", dependencies: ["TurboTunnel"], path: "Tests/TurboTunnelTests"),
+        // The dnstt codecs against the dnstt notes' §7 vectors (upstream dns.go, the Noise handshake).
+        .testTarget(name: "DnsttTests", dependencies: ["DnsttTransport", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TurboTunnel"],
+                    path: "Tests/DnsttTests"),
         .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
         // PosternCrypto alone: BLAKE2s against RFC 7693, Python's hashlib and OpenSSL (COpenSSL, the test's
         // oracle only), Noise NK against flynn/noise's vectors (Tests/Support/noise-vectors).
