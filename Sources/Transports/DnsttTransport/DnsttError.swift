@@ -1,3 +1,4 @@
+import PosternCrypto
 import PosternSystem
 
 /// The one public error type of the dnstt transport (``CodedError``): open sets of codes and kinds.
@@ -21,4 +22,11 @@ extension DnsttError.Code {
     public static let queryTooLong = Self("query-too-long")
     /// A Noise frame on the KCP stream with an impossible length.
     public static let noiseFrameMalformed = Self("noise-frame-malformed")
+}
+
+extension DnsttError {
+    /// A Noise failure (PosternCrypto) as a dnstt error: the same code (`noise-…`), kind and message.
+    public init(noise error: NoiseError) {
+        self.init(code: Code(rawValue: error.code.rawValue), kind: Kind(rawValue: error.kind.rawValue), message: error.message)
+    }
 }
