@@ -212,6 +212,10 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("NostrMessageFuzzer", ["PosternAppLayer"]),
     ("WebtunnelUpgradeFuzzer", ["WebtunnelTransport", "TransportBase", "TransportWire"]),
     ("NoiseNKFuzzer", ["PosternCrypto"]),
+    ("DnsMessageFuzzer", ["DnsttTransport"]),
+    ("DnsttQueryFuzzer", ["DnsttTransport", "TurboTunnel"]),
+    ("DnsttDownstreamFuzzer", ["DnsttTransport"]),
+    ("NoiseFrameFuzzer", ["DnsttTransport", "PosternCrypto"]),
 ]
 package.targets += [
     .target(name: "FuzzerEntry", path: "Fuzz/Entry"),
