@@ -165,9 +165,10 @@ let package = Package(
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
         // TurboTunnel alone: KCP engines against each other with dnstt's asymmetric MTUs, loss and caps.
         .testTarget(name: "TurboTunnelTests", dependencies: ["TurboTunnel"], path: "Tests/TurboTunnelTests"),
-        // The dnstt codecs against the dnstt notes' §7 vectors (upstream dns.go, the Noise handshake).
+        // The dnstt codecs against the dnstt notes' §7 vectors (upstream dns.go, the Noise handshake) and Vectors/dnstt-go.json
+        // (flynn/noise, kcp-go and the bed's DNS codec: Tests/Support/dnstt-testbed/vectors).
         .testTarget(name: "DnsttTests", dependencies: ["DnsttTransport", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TurboTunnel"],
-                    path: "Tests/DnsttTests"),
+                    path: "Tests/DnsttTests", resources: [.copy("Vectors")]),
         .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
         // PosternCrypto alone: BLAKE2s against RFC 7693, Python's hashlib and OpenSSL (COpenSSL, the test's
         // oracle only), Noise NK against flynn/noise's vectors (Tests/Support/noise-vectors).
