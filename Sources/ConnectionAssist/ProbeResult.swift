@@ -57,3 +57,14 @@ public struct ProbeResult: Sendable, Hashable, Codable {
         }
     }
 }
+
+extension ProbeResult {
+    /// A probe that failed at the connect (refused, no answer, no route) may be repeated in the
+    /// pass; one that got past it (reset, silence or a wrong reply after our first packet) or that
+    /// Postern's gate held back may not: another handshake would only add to the evidence of a
+    /// censor that judges first packets (docs/plans/CENSOR-AWARE-ASSIST.md §3).
+    package var mayBeRepeated: Bool {
+        guard outcome == .failed, let problem else { return false }
+        return [.refused, .timeout, .noRoute].contains(problem)
+    }
+}
