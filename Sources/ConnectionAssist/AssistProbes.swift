@@ -95,6 +95,7 @@ package struct AssistProbes: Sendable {
         // that a handshake timeout is seen as one, not as this outer deadline.
         let limit = isSnowflake ? snowflakeTimeout : connectTimeout + handshakeTimeout + .seconds(2)
         let context = DialContext(dialer: dialer)
+        var confirmation: CensorReader.Confirmation?
         let outcomes = await oneAfterAnother(bridges) { bridge in
             guard let endpoint = try? TransportEndpoint(parsing: bridge.address.description) else { return (false, .other) }
             let pairs = bridge.arguments.map { TransportArguments.Pair(key: $0.key, value: $0.value) }
@@ -104,10 +105,35 @@ package struct AssistProbes: Sendable {
                 connection.close()
                 return (true, nil)
             } catch {
-                return (false, Self.problem(error))
+                let problem = Self.problem(error)
+                // A reset during the handshake (the connect had succeeded): does the address
+                // still answer? One SYN-only connect, the first such reset of the probe only.
+                if problem == .reset, !isSnowflake, confirmation == nil { confirmation = await confirm(endpoint) }
+                return (false, problem)
             }
         }
-        return result(outcomes, steps: [stepName], peers: bridges.count, started: started)
+        var probed = result(outcomes, steps: [stepName], peers: bridges.count, started: started)
+        probed.confirmation = confirmation
+        return probed
+    }
+
+    /// A SYN-only confirm connect to `endpoint` (connect, then close without sending a byte: a
+    /// censor that judges first packets has nothing to judge): answered, refused or silent; nil
+    /// when Postern's gate held it back or it failed otherwise (no evidence).
+    func confirm(_ endpoint: TransportEndpoint) async -> CensorReader.Confirmation? {
+        do {
+            let socket = try await OutboundDialer.direct.gated(by: dialer.gate).labelled(as: .confirm).connect(to: endpoint, timeout: connectTimeout)
+            socket.close()
+            return .answered
+        } catch let error as TransportError {
+            switch error.code {
+            case .connectionRefused: return .refused
+            case .timedOut: return .silent
+            default: return nil
+            }
+        } catch {
+            return nil
+        }
     }
 
     /// Probes `peers` in order, ``peerSpacing`` apart, until one answers; the outcomes of those

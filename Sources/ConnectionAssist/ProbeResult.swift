@@ -28,6 +28,10 @@ public struct ProbeResult: Sendable, Hashable, Codable {
     }
 
     public var outcome: Outcome
+    /// After a handshake reset right after our first packet: whether a SYN-only connect to the
+    /// same address then answered (CensorReader's protocol-block row needs it); nil when none was
+    /// made.
+    public var confirmation: CensorReader.Confirmation? = nil
     /// How long the probe took to pass (or to fail).
     public var milliseconds: Double
     public var steps: [Step]

@@ -4,7 +4,8 @@ import PosternLinkSpec
 import PosternRuntime
 import Synchronization
 import Testing
-import TransportBase
+import Glibc
+@testable import TransportBase
 @testable import ConnectionAssist
 @testable import PosternTor
 
@@ -76,6 +77,48 @@ import TransportBase
         let reset = ProbeResult(outcome: .failed, milliseconds: 30, steps: [], peersTried: 1, peersAnswered: 0, problem: .reset)
         #expect(timedOut.mayBeRepeated)
         #expect(!reset.mayBeRepeated)
+        peer.listener.close()
+    }
+
+    /// A peer that resets each connection after its first data (SO_LINGER 0, as a censor's forged
+    /// reset looks to the client), and reports the bytes each connection carried.
+    final class ResettingPeer: Sendable {
+        let listener: LoopbackListener
+        let endpoint: TransportEndpoint
+        private let received = Mutex<[Int]>([])
+        var bytesPerConnection: [Int] { received.withLock { $0 } }
+
+        init(_ address: String) throws {
+            listener = try LoopbackListener(loopbackAddress: TransportEndpoint(ipv4: address.split(separator: ".").compactMap { UInt8($0) }, port: 0))
+            endpoint = try TransportEndpoint(parsing: "\(address):\(listener.port)")
+            Task { [self] in
+                while let socket = try? await listener.accept() {
+                    let bytes = (try? await socket.read(maximumCount: 65536))?.count ?? 0
+                    received.withLock { $0.append(bytes) }
+                    var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                    _ = setsockopt(socket.descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                    // No close(): its shutdown would send a FIN; the descriptor's close in deinit sends the RST.
+                }
+            }
+        }
+    }
+
+    @Test func aResetHandshakeGetsOneSynOnlyConfirmConnect() async throws {
+        let peer = try ResettingPeer("127.0.0.7")
+        let line = try BridgeLine(validating: "obfs4 \(peer.endpoint) \(String(repeating: "A", count: 40)) cert=\(ConnectionAssistTests.cert) iat-mode=0",
+                                  rules: Transports.argumentRules)
+        let route = AssistRoute(transport: .obfs4, origin: .yours, bridges: [line], limits: .obfs4Default)
+        let result = await (try AssistProbes(torOptions: [])).probe(route)
+        #expect(result.outcome == .failed)
+        #expect(result.problem == .reset)
+        // The address still answers here (no censor): the reset alone names no technique.
+        #expect(result.confirmation == .answered)
+        #expect(!result.mayBeRepeated)
+        for _ in 0..<100 where peer.bytesPerConnection.count < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        // Two connections: the probe's handshake (bytes), then the confirm connect (none: SYN-only).
+        #expect(peer.bytesPerConnection.count == 2)
+        #expect(peer.bytesPerConnection.first ?? 0 > 0)
+        #expect(peer.bytesPerConnection.last == 0)
         peer.listener.close()
     }
 
