@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-import Foundation
-import Synchronization
 import TransportBase
 
 /// How the url host becomes addresses to dial, as the reference client does it: the system
@@ -69,86 +64,13 @@ enum AddressResolution {
         return !(loopback || unspecified || multicast || linkLocal || privateUse)
     }
 
-    /// getaddrinfo blocks and cannot be cancelled, so it runs on a thread of its own and the
-    /// caller stops waiting at `timeout` (the thread finishes on its own and its answer is dropped).
+    /// TransportBase's system lookup, its error under webtunnel's code (same kind and message,
+    /// so webtunnel's errors and logs read as before the lookup moved down).
     private static func systemLookup(_ host: String, port: UInt16, timeout: Duration) async throws(TransportError) -> [TransportEndpoint] {
-        let rendezvous = LookupRendezvous()
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<[TransportEndpoint], TransportError>, Never>) in
-            rendezvous.wait(continuation)
-            let thread = Thread { rendezvous.finish(lookup(host, port: port)) }
-            thread.start()
-            rendezvous.startDeadline(Task {
-                guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                rendezvous.finish(.failure(TransportError(code: .webtunnelResolveFailed, kind: .timeout,
-                                                          message: "the system resolver did not answer for the url host within \(timeout)")))
-            })
+        do throws(TransportError) {
+            return try await HostLookup.addresses(of: host, port: port, timeout: timeout, label: "the url host")
+        } catch where error.code == .hostLookupFailed {
+            throw TransportError(code: .webtunnelResolveFailed, kind: error.kind, message: error.message)
         }
-        rendezvous.cancelDeadline()
-        return try result.get()
-    }
-
-    private static func lookup(_ host: String, port: UInt16) -> Result<[TransportEndpoint], TransportError> {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(host, nil, &hints, &list)
-        guard status == 0 else {
-            let reason = String(cString: gai_strerror(status))
-            return .failure(TransportError(code: .webtunnelResolveFailed, kind: .network,
-                                           message: "the system resolver could not resolve the url host: \(reason)"))
-        }
-        defer { freeaddrinfo(list) }
-        var endpoints: [TransportEndpoint] = []
-        var entry = list
-        while let current = entry {
-            if let address = current.pointee.ai_addr {
-                if current.pointee.ai_family == AF_INET {
-                    let bytes = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
-                        withUnsafeBytes(of: pointer.pointee.sin_addr) { Array($0) }
-                    }
-                    if let endpoint = try? TransportEndpoint(ipv4: bytes, port: port) { endpoints.append(endpoint) }
-                } else if current.pointee.ai_family == AF_INET6 {
-                    let bytes = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
-                        withUnsafeBytes(of: pointer.pointee.sin6_addr) { Array($0) }
-                    }
-                    if let endpoint = try? TransportEndpoint(ipv6: bytes, port: port) { endpoints.append(endpoint) }
-                }
-            }
-            entry = current.pointee.ai_next
-        }
-        return .success(endpoints)
-    }
-}
-
-/// The first of the lookup thread and the deadline resumes the waiting dial; the other is dropped.
-private final class LookupRendezvous: Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<Result<[TransportEndpoint], TransportError>, Never>?
-        var finished = false
-        var deadline: Task<Void, Never>?
-    }
-    private let state = Mutex(State())
-
-    func wait(_ continuation: CheckedContinuation<Result<[TransportEndpoint], TransportError>, Never>) {
-        state.withLock { $0.continuation = continuation }
-    }
-
-    func startDeadline(_ task: Task<Void, Never>) {
-        state.withLock { $0.deadline = task }
-    }
-
-    func cancelDeadline() {
-        state.withLock { $0.deadline }?.cancel()
-    }
-
-    func finish(_ result: Result<[TransportEndpoint], TransportError>) {
-        let continuation = state.withLock { state -> CheckedContinuation<Result<[TransportEndpoint], TransportError>, Never>? in
-            guard !state.finished else { return nil }
-            state.finished = true
-            defer { state.continuation = nil }
-            return state.continuation
-        }
-        continuation?.resume(returning: result)
     }
 }
