@@ -137,12 +137,13 @@ public enum DnsttWire {
         return out
     }
 
-    /// `payload` as TXT RDATA as dnstt-server writes it: 255-byte strings, then one of 0 to 255
-    /// bytes (so an empty payload is a single empty string).
+    /// `payload` as TXT RDATA as dnstt-server writes it: 255-byte strings while more than 255 bytes
+    /// remain, then one of 0 to 255 bytes (so 255 bytes are one string, not a full one and an empty
+    /// one, and an empty payload is a single empty string; Vectors/dnstt-go.json checks this).
     public static func encodeTXT(_ payload: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         var index = 0
-        while payload.count - index >= 255 {
+        while payload.count - index > 255 {
             out.append(255)
             out += payload[index..<(index + 255)]
             index += 255
