@@ -21,13 +21,15 @@ final class ServerCertificateVerifier: Sendable {
     private let name: String
     private let nameIsIPAddress: Bool
     private let caFile: String?
+    private let verifiedChains: VerifiedChainCache
     /// Why the last verification failed, for the error the handshake throws.
     private let rejection = Mutex<String?>(nil)
 
-    init(name: String, nameIsIPAddress: Bool, caFile: String?) {
+    init(name: String, nameIsIPAddress: Bool, caFile: String?, verifiedChains: VerifiedChainCache = .shared) {
         self.name = name
         self.nameIsIPAddress = nameIsIPAddress
         self.caFile = caFile
+        self.verifiedChains = verifiedChains
     }
 
     var rejectionReason: String? { rejection.withLock { $0 } }
@@ -54,6 +56,16 @@ final class ServerCertificateVerifier: Sendable {
             return Rejection(reason: used == -2 ? "the certificate chain is larger than \(Self.chainByteLimit) bytes" : "the server sent no certificate",
                              nssError: PRErrorCode(truncatingIfNeeded: SSL_ERROR_BAD_CERTIFICATE.rawValue))
         }
+        let key = VerifiedChainCache.Key(name: name, nameIsIPAddress: nameIsIPAddress, caFile: caFile,
+                                         systemStore: [TrustStoreCache.environment("SSL_CERT_FILE"), TrustStoreCache.environment("SSL_CERT_DIR")],
+                                         chain: Array(buffer[0..<used]))
+        if verifiedChains.contains(key) { return nil }
+        let rejection = verify(chain: buffer, used: used)
+        if rejection == nil { verifiedChains.insert(key) }
+        return rejection
+    }
+
+    private func verify(chain buffer: [UInt8], used: Int) -> Rejection? {
         var certificates: [OpaquePointer] = []
         defer { certificates.forEach { X509_free($0) } }
         var offset = 0

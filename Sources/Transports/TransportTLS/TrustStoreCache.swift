@@ -45,7 +45,7 @@ enum TrustStoreCache {
         return loaded
     }
 
-    private static func environment(_ name: String) -> String? {
+    static func environment(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }
 }
