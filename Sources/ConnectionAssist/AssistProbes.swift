@@ -23,6 +23,8 @@ import TransportWire
 package struct AssistProbes: Sendable {
     /// The limit for a TCP connect (direct, vanilla) and for a transport's handshake.
     var connectTimeout: Duration = .seconds(3)
+    /// How probes connect; the session makes it report to its ledger as probes.
+    package var dialer: OutboundDialer = .direct
     /// The limit for a snowflake rendezvous and data channel, as a whole.
     var snowflakeTimeout: Duration = .seconds(20)
     /// Peers probed at once per route.
@@ -86,7 +88,7 @@ package struct AssistProbes: Sendable {
                     let pairs = bridge.arguments.map { TransportArguments.Pair(key: $0.key, value: $0.value) }
                     do {
                         let dial = try client.prepareDial(arguments: TransportArguments(pairs))
-                        let connection = try await withDeadline(limit, timedOut: { TransportError.noAnswer(within: limit) }) { try await dial.dial(endpoint, context: DialContext()) }
+                        let connection = try await withDeadline(limit, timedOut: { TransportError.noAnswer(within: limit) }) { try await dial.dial(endpoint, context: DialContext(dialer: dialer)) }
                         connection.close()
                         return (true, nil)
                     } catch {
@@ -104,11 +106,11 @@ package struct AssistProbes: Sendable {
             return ProbeResult(outcome: .skipped, milliseconds: 0, steps: [], peersTried: 0, peersAnswered: 0)
         }
         let timeout = connectTimeout
-        let outcomes = await withTaskGroup(of: (Bool, ConnectionProblem?).self) { group in
+        let outcomes = await withTaskGroup(of: (Bool, ConnectionProblem?).self) { [dialer] group in
             for endpoint in endpoints {
                 group.addTask {
                     do {
-                        let socket = try await TCPSocket.connect(to: endpoint, timeout: timeout)
+                        let socket = try await dialer.connect(to: endpoint, timeout: timeout)
                         socket.close()
                         return (true, nil)
                     } catch {
