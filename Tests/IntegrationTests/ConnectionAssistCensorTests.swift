@@ -109,4 +109,34 @@ extension TestBedSuite {
         #expect(ready?.contains("vanilla") == true, "output: \(run.output)")
         #expect(run.interruptAndWait() == 0)
     }
+
+    /// Issue 22 item 3: a definitive error ends a fixed route at once. Without the bed's CA the
+    /// webtunnel certificate is not trusted; `postern run --transport webtunnel` (what an A/B
+    /// trial's child runs) says so and exits with status 1 in seconds, not after tor's window.
+    @Test func anUntrustedCertificateEndsAFixedRunAtOnce() async throws {
+        let bed = try #require(TestBed.shared, "run through `make test`, which starts the test bed")
+        try bed.setCensor("none")
+        let config = TestBed.temporaryDirectory("fixed-untrusted")
+        defer { try? FileManager.default.removeItem(at: config) }
+        let empty = config.appendingPathComponent("empty.pem")
+        try "".write(to: empty, atomically: true, encoding: .utf8)
+        let events = config.appendingPathComponent("events.jsonl")
+        let started = ContinuousClock.now
+        let run = try RunningPostern(["run", "--config-dir", config.path, "--socks", "39354", "--transport", "webtunnel",
+                                      "--bridge", bed["TB_BRIDGE_WEBTUNNEL"], "--tor-options-file", bed["TB_CLIENT_TORRC"],
+                                      "--events-json", events.path],
+                                     environment: ["SSL_CERT_FILE": empty.path, "SSL_CERT_DIR": config.path])
+        defer { run.terminate() }
+        let line = try await run.waitForLine(containing: "certificate was not trusted", timeout: 30)
+        try #require(line != nil, "output: \(run.output)")
+        #expect(line?.contains("(a censor in the middle, or a wrong pin)") == true, "\(line ?? "")")
+        // It exits on its own, at once.
+        for _ in 0..<40 where run.isRunning { try await Task.sleep(for: .milliseconds(250)) }
+        let seconds = Self.seconds(since: started)
+        print("fixed webtunnel run with an untrusted certificate: ended after \(seconds) s")
+        #expect(!run.isRunning, "still running after \(seconds) s: \(run.output)")
+        if !run.isRunning { #expect(run.terminationStatus == 1, "output: \(run.output)") }
+        let log = (try? String(contentsOf: events, encoding: .utf8)) ?? ""
+        #expect(log.contains("\"route-cannot-work\""), "events: \(log)")
+    }
 }
