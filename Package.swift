@@ -73,10 +73,17 @@ let package = Package(
         .target(name: "TransportBase", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportWire", "CEpoll", "CSpawn"], path: "Sources/Transports/TransportBase"),
         .target(name: "Obfs4Transport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "CSodium"],
                 path: "Sources/Transports/Obfs4Transport"),
+        // Turbo Tunnel's shared layers (snowflake and dnstt): the KCP engine and segments, smux v2 frames and
+        // the client's stream state, the ClientID. Pure logic, no I/O.
+        .target(name: "TurboTunnel", dependencies: ["PosternSystem"], path: "Sources/Transports/TurboTunnel"),
+        // The dnstt client's codecs so far (issue #23): bridge-line rules and options, DNS messages, dnstt's
+        // queries and responses, its Noise framing (Noise NK itself is PosternCrypto's). Not dialled yet.
+        .target(name: "DnsttTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TurboTunnel"],
+                path: "Sources/Transports/DnsttTransport"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
         // HTTPS to the broker, its fronts and the AMP cache, and WebRTC's DTLS, through TransportTLS (NSS).
         .target(name: "SnowflakeTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "TransportTLS",
-                                                           "CNice", "CUsrsctp", "CSnowflakeLibraries", "CZlib"],
+                                                           "TurboTunnel", "CNice", "CUsrsctp", "CSnowflakeLibraries", "CZlib"],
                 path: "Sources/Transports/SnowflakeTransport"),
         // The webtunnel client: TLS (TransportTLS) and an HTTP/1.1 upgrade (TransportWire), then tor's bytes unframed.
         .target(name: "WebtunnelTransport", dependencies: ["PosternSystem", "PosternLinkSpec", "TransportBase", "TransportWire", "TransportTLS"],
@@ -112,7 +119,7 @@ let package = Package(
         // The session an app embeds (settings, transports, connection assist,
         // live SETCONF, status), the bridge health check.
         .target(name: "PosternRuntime", dependencies: ["PosternSystem", "PosternCrypto", "PosternTor", "ConnectionAssist", "PosternLinkSpec", "BridgeConfig", "TransportBase", "TransportWire", "Obfs4Transport",
-                                                       "SnowflakeTransport", "WebtunnelTransport", "TransportTLS"],
+                                                       "SnowflakeTransport", "WebtunnelTransport", "DnsttTransport", "TransportTLS"],
                 path: "Sources/PosternRuntime"),
         // The app layer on top of the session: HTTP(S) and WebSocket through
         // its SOCKS port (libcurl), Nostr relays and NIP-17, the geo relay directory.
@@ -148,7 +155,7 @@ let package = Package(
         .testTarget(name: "TransportTLSTests", dependencies: ["TransportTLS", "TransportBase", "TransportWire", "PosternLinkSpec", "PosternTestSupport"], path: "Tests/TransportTLSTests"),
         .testTarget(name: "WebtunnelTests", dependencies: ["BridgeConfig", "WebtunnelTransport", "TransportBase", "TransportWire", "TransportTLS", "TransportTestSupport",
                                                        "PosternTestSupport"], path: "Tests/WebtunnelTests"),
-        .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TransportBase", "TransportWire", "TransportTLS", "TransportTestSupport",
+        .testTarget(name: "SnowflakeTests", dependencies: ["PosternCrypto", "SnowflakeTransport", "TurboTunnel", "TransportBase", "TransportWire", "TransportTLS", "TransportTestSupport",
                                                        "PosternTestSupport"],
                     path: "Tests/SnowflakeTests",
                     resources: [.copy("Vectors")]),
@@ -156,6 +163,12 @@ let package = Package(
                     exclude: ["Vectors"]),
         // Shared by the test targets: running our binary and scripts, and Python peers on loopback.
         .target(name: "PosternTestSupport", path: "Tests/Support/PosternTestSupport", exclude: ["Peers"]),
+        // TurboTunnel alone: KCP engines against each other with dnstt's asymmetric MTUs, loss and caps.
+        .testTarget(name: "TurboTunnelTests", dependencies: ["TurboTunnel"], path: "Tests/TurboTunnelTests"),
+        // The dnstt codecs against the dnstt notes' §7 vectors (upstream dns.go, the Noise handshake) and Vectors/dnstt-go.json
+        // (flynn/noise, kcp-go and the bed's DNS codec: Tests/Support/dnstt-testbed/vectors).
+        .testTarget(name: "DnsttTests", dependencies: ["DnsttTransport", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TurboTunnel"],
+                    path: "Tests/DnsttTests", resources: [.copy("Vectors")]),
         .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
         // PosternCrypto alone: BLAKE2s against RFC 7693, Python's hashlib and OpenSSL (COpenSSL, the test's
         // oracle only), Noise NK against flynn/noise's vectors (Tests/Support/noise-vectors).
@@ -187,12 +200,12 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("Obfs4ClientHandshakeFuzzer", ["Obfs4FuzzHarnesses"]),
     ("Obfs4ClientSessionFuzzer", ["Obfs4FuzzHarnesses"]),
     ("SnowflakeEncapsulationFuzzer", ["SnowflakeTransport"]),
-    ("KCPFuzzer", ["SnowflakeTransport"]),
-    ("SmuxFuzzer", ["SnowflakeTransport"]),
+    ("KCPFuzzer", ["TurboTunnel"]),
+    ("SmuxFuzzer", ["TurboTunnel"]),
     ("SDPFuzzer", ["SnowflakeTransport"]),
     ("BrokerResponseFuzzer", ["SnowflakeTransport"]),
-    ("KCPControlBlockFuzzer", ["SnowflakeTransport"]),
-    ("SmuxSessionFuzzer", ["SnowflakeTransport"]),
+    ("KCPControlBlockFuzzer", ["TurboTunnel"]),
+    ("SmuxSessionFuzzer", ["TurboTunnel"]),
     ("BrokerHTTPResponseFuzzer", ["SnowflakeTransport", "TransportWire"]),
     ("GeoRelayCSVFuzzer", ["PosternAppLayer"]),
     ("WebSocketFrameFuzzer", ["TransportWire"]),
@@ -200,6 +213,10 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("NostrMessageFuzzer", ["PosternAppLayer"]),
     ("WebtunnelUpgradeFuzzer", ["WebtunnelTransport", "TransportBase", "TransportWire"]),
     ("NoiseNKFuzzer", ["PosternCrypto"]),
+    ("DnsMessageFuzzer", ["DnsttTransport"]),
+    ("DnsttQueryFuzzer", ["DnsttTransport", "TurboTunnel"]),
+    ("DnsttDownstreamFuzzer", ["DnsttTransport"]),
+    ("NoiseFrameFuzzer", ["DnsttTransport", "PosternCrypto"]),
 ]
 package.targets += [
     .target(name: "FuzzerEntry", path: "Fuzz/Entry"),

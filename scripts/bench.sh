@@ -6,7 +6,10 @@
 #      client with its default hello, against the same openssl s_server on loopback;
 #   3. in one private test bed (censor none; brought up here and always taken down):
 #      memory: `postern run` RSS after bootstrap through the obfs4 bridge and a page, vs Debian's
-#      tor + obfs4proxy through the same bridge; snowflake: our client vs snowflake-client.
+#      tor + obfs4proxy through the same bridge; snowflake: our client vs snowflake-client;
+#      webtunnel: our client's dials (TLS and upgrade through the bed's nginx) and tor through it.
+#      Debian has no webtunnel client, so its peer is POSTERN_BASELINE when set (another build's
+#      postern binary, e.g. an earlier commit's, measured interleaved); without it, figures only.
 # The machine may be shared: every figure is a ratio against the peer measured in the same run.
 # Extra arguments go to the snowflake benchmark.
 set -euo pipefail
@@ -35,6 +38,9 @@ if ! timeout --signal=KILL 600 scripts/testbed exec --dir "$dir" env POSTERN_BIN
 fi
 echo
 scripts/testbed exec --dir "$dir" "${bench[@]}" snowflake "$@" | tee -a "$out"
+echo
+scripts/testbed exec --dir "$dir" env POSTERN_BINARY="$bin/postern" POSTERN_BASELINE="${POSTERN_BASELINE:-}" \
+  "${bench[@]}" webtunnel | tee -a "$out"
 echo
 echo "== summary (ratios against the peer in this run)"
 grep '^RESULT' "$out"

@@ -187,3 +187,36 @@ seed("NoiseNKFuzzer", "real-cut", bytes([1]) + bytes(range(32)) + bytes([0, 2, 4
 seed("NoiseNKFuzzer", "transport", bytes([2, 2, 5]) + b"hello" + bytes([0, 3]) + b"abc" + bytes([0x80])
      + bytes([0, 0, 1, 1, 0, 9, 0, 1, 2, 1, 20, 3, 17]) + bytes(17) + bytes([0, 0]))
 seed("NoiseNKFuzzer", "transport-at-the-end", bytes([2, 0, 4]) + b"last" + bytes([0, 1]) + b"x" + bytes([0x80]) + bytes([0, 0, 0, 0, 0, 1]))
+
+# dnstt (DnsttTests, from the dnstt protocol notes' §7 vectors, domain t.example.com).
+dnstt_query1 = bytes.fromhex(
+    "1234010000010000000000013f696e676573726b6f6b7265756a79367a756d6b73653433766f627378657933626e72"
+    "75776d3474626d35757779326c746f727577677a6c796f6275776333640d6a6d72787767326c706f767a7101740765"
+    "78616d706c6503636f6d00001000010000291000000000000000")
+dnstt_poll = bytes.fromhex(
+    "abcd010000010000000000011c616572756b7a346a76706736373261616165626167626166617964710174076578"
+    "616d706c6503636f6d00001000010000291000000000000000")
+dnstt_response = bytes.fromhex(
+    "abcd840000010001000000011c616572756b7a346a76706736373261616165626167626166617964710174076578"
+    "616d706c6503636f6d0000100001c00c001000010000003c000f0e000568656c6c6f0005776f726c640000291000"
+    "000000000000")
+seed("DnsMessageFuzzer", "query-data", dnstt_query1)
+seed("DnsMessageFuzzer", "query-poll", dnstt_poll)
+seed("DnsMessageFuzzer", "response-two-packets", dnstt_response)
+seed("DnsMessageFuzzer", "pointer-loop", bytes.fromhex("123484000001000000000000") + bytes([1, 0x61, 0xC0, 16, 0xC0, 12, 0, 16, 0, 1]))
+# DnsttQueryFuzzer: shape (label count − 1, bit 2 = poll), label lengths, ClientID, padding, packet, ID.
+seed("DnsttQueryFuzzer", "vector1", bytes([2, 1, 7, 3]) + b"CLIENTID" + bytes([3, 0xd9, 0xa3, 0x15, 34])
+     + b"supercalifragilisticexpialidocious" + bytes([0x12, 0x34]))
+seed("DnsttQueryFuzzer", "poll", bytes([6, 1, 7, 3]) + bytes.fromhex("0123456789abcdef") + bytes([8]) + bytes(range(8)) + bytes([0xab, 0xcd]))
+seed("DnsttQueryFuzzer", "full", bytes([2, 1, 7, 3]) + bytes(8) + bytes([3, 1, 2, 3, 134]) + bytes(range(134)) + bytes([0, 1]))
+seed("DnsttQueryFuzzer", "long-domain", bytes([3, 63, 63, 63, 40]) + bytes(8) + bytes([3, 1, 2, 3, 10]) + bytes(10))
+# DnsttDownstreamFuzzer: mode 0 raw TXT RDATA (also read as a payload), mode 1 built packets (u16 lengths).
+seed("DnsttDownstreamFuzzer", "txt-hello-world", bytes([0]) + bytes.fromhex("0e000568656c6c6f0005776f726c64"))
+seed("DnsttDownstreamFuzzer", "txt-long", bytes([0]) + bytes([255]) + bytes(255) + bytes([3, 0, 1, 9]))
+seed("DnsttDownstreamFuzzer", "built", bytes([1, 0, 5]) + b"hello" + bytes([0, 0, 3, 0xA0]) + bytes(928))
+# NoiseFrameFuzzer: mode 0 a raw stream (the notes' framed transport messages), mode 1 sealed writes.
+seed("NoiseFrameFuzzer", "notes-messages", bytes([0, 2, 3, 1]) + bytes.fromhex(
+    "0018c7f5e19ba3c314d79d87c656c430ea4fd06c0ad52689f7f9001dc4c8ad619530cdb9c89508ab497f8fe683cd864e9e280de01825f7cf55"))
+seed("NoiseFrameFuzzer", "short-length", bytes([0, 0, 0, 15]) + bytes(15))
+seed("NoiseFrameFuzzer", "sealed", bytes([1, 2, 5, 9]) + bytes([0x40, 0x05]) + bytes([0, 5, 0x30, 0x00]))
+seed("NoiseFrameFuzzer", "sealed-flip", bytes([1, 1, 7]) + bytes([0x00, 0x20]) + bytes([0, 100, 0, 8]))

@@ -26,6 +26,12 @@ PACKAGES=(
   snowflake-proxy snowflake-client coturn golang-go golang-snowflake-dev openssl
   # test bed: webtunnel (the web server in front of our webtunnel server stand-in)
   nginx
+  # test bed: dnstt (issue #23): a real recursive resolver answering UDP, DoT and DoH (HTTP/2) in
+  # front of our dnstt server stand-in, the Go libraries of that stand-in (Tests/Support/dnstt-testbed;
+  # flynn/noise is listed below; golang-snowflake-dev above pulls kcp-go, smux and x/net in too, named
+  # here so the build does not rest on that), and dig (9.18: +tls, +https) for the shutdown check
+  unbound golang-github-miekg-dns-dev golang-github-xtaci-kcp-dev golang-github-xtaci-smux-dev
+  golang-golang-x-net-dev bind9-dnsutils
   # Noise NK vectors from an independent implementation (Tests/Support/noise-vectors/generate.sh
   # regenerates Tests/CryptoTests/Vectors/noise-nk-flynn.json; the unit tests read the checked-in file)
   golang-github-flynn-noise-dev
@@ -59,6 +65,15 @@ if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet nginx 2>/
 fi
 if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet coturn 2>/dev/null; then
   systemctl stop coturn || true
+fi
+# unbound too, and for good: Debian's unbound.service takes 127.0.0.1:53 on the host, and
+# unbound-resolvconf.service points the host's resolv.conf at it. The test bed runs its own unbound
+# on 198.51.100.53 inside the namespace.
+if command -v systemctl >/dev/null 2>&1; then
+  for unit in unbound-resolvconf unbound; do
+    if systemctl is-active --quiet "$unit" 2>/dev/null; then systemctl stop "$unit" || true; fi
+    if systemctl is-enabled --quiet "$unit" 2>/dev/null; then systemctl disable --quiet "$unit" || true; fi
+  done
 fi
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
 command -v swift >/dev/null || { echo "install-deps: swift not found (expected on PATH or at /opt/swift)" >&2; exit 1; }

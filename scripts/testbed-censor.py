@@ -30,6 +30,10 @@ follow its verdict:
   testbed-censor.py byte-server ADDR PORT SIZE   serve SIZE bytes to every connection (network gid)
   testbed-censor.py byte-probe ADDR PORT IDLE    count bytes until EOF or IDLE seconds of silence
   testbed-censor.py connect-burst ADDR PORT COUNT TIMEOUT   COUNT connects at once, report each
+  testbed-censor.py stats --censor NAME [--judge FILE] [--base FILE] [--names SPEC] [--json] < NFT_JSON
+                                         censor-stats: connections and blocked connections per
+                                         ip:port from the censor's counted sets (`nft -j list
+                                         set`, concatenated), plus the judge's
   testbed-censor.py self-test            the rules and the packet code on fixed inputs
   testbed-censor.py fingerprint-self-test   the fingerprint judge on captured hellos
 
@@ -194,7 +198,7 @@ def fet(args):
     rng = random.Random(args.seed)
     fd = open_tun(args.device)
     stats = {"judged": 0, "exempt": {}, "flagged": 0, "reset": 0, "spared": 0, "block_failed": 0,
-             "not_tcp": 0}
+             "not_tcp": 0, "reset_peers": {}}
     write_stats = announce_ready(args.ready, stats)
     print(f"fet: P={args.probability}% block {args.block_seconds}s seed {args.seed}", flush=True)
     poller = select.epoll()
@@ -269,6 +273,8 @@ def fet(args):
                 print(f"could not block {endpoint(segment.dst, segment.dport)}: {error}", flush=True)
             os.write(fd, segment.forged_reset())
             stats["reset"] += 1
+            server = endpoint(segment.dst, segment.dport)
+            stats["reset_peers"][server] = stats["reset_peers"].get(server, 0) + 1
             print(f"reset {flow}: fully encrypted ({len(judged)} bytes judged); "
                   f"{endpoint(segment.dst, segment.dport)} dropped for {args.block_seconds}s", flush=True)
     write_stats()
@@ -446,6 +452,116 @@ def connect_burst(args):
 
 
 # ---------------------------------------------------------------------------------------------
+def set_counts(documents, name):
+    """{"ip:port": packets} of the counted set `name` in `nft -j list set` documents."""
+    counts = {}
+    for document in documents:
+        for item in document.get("nftables", []):
+            found = item.get("set")
+            if not found or found.get("name") != name:
+                continue
+            for element in found.get("elem", []):
+                inner = element.get("elem", element) if isinstance(element, dict) else {}
+                value = inner.get("val", {}) if isinstance(inner, dict) else {}
+                parts = value.get("concat") if isinstance(value, dict) else None
+                counter = inner.get("counter", {}) if isinstance(inner, dict) else {}
+                if not parts or len(parts) != 2:
+                    continue
+                key = f"{parts[0]}:{parts[1]}"
+                counts[key] = counts.get(key, 0) + int(counter.get("packets", 0))
+    return counts
+
+
+def json_documents(text):
+    """The JSON documents in `text`, one after the other (nft prints one per `list set`)."""
+    decoder, documents, index = json.JSONDecoder(), [], 0
+    while index < len(text):
+        while index < len(text) and text[index].isspace():
+            index += 1
+        if index >= len(text):
+            break
+        document, index = decoder.raw_decode(text, index)
+        documents.append(document)
+    return documents
+
+
+def judge_blocked(stats):
+    """The flows a judge blocked by its own hand: fet's resets, fingerprint's drops, and per
+    ip:port where the judge keeps it."""
+    if "reset" in stats:
+        return int(stats.get("reset", 0)), dict(stats.get("reset_peers", {}))
+    return sum(int(v) for v in stats.get("blocked", {}).values()), {}
+
+
+def censor_stats(censor, nft_text, judge, base, names):
+    connections = set_counts(json_documents(nft_text), "conns") if nft_text.strip() else {}
+    blocked = set_counts(json_documents(nft_text), "blocked") if nft_text.strip() else {}
+    judged_total, judged_peers = judge_blocked(judge)
+    base_total, base_peers = judge_blocked(base)
+    for peer, count in judged_peers.items():
+        count -= base_peers.get(peer, 0)
+        if count > 0:
+            blocked[peer] = blocked.get(peer, 0) + count
+    judged_total -= base_total
+    # A judge's blocks without an ip:port (fingerprint) count in the total only.
+    peer_blocked = sum(blocked.values())
+    total = peer_blocked + max(0, judged_total - sum(max(0, c - base_peers.get(p, 0)) for p, c in judged_peers.items()))
+    peers = sorted(set(connections) | set(blocked))
+    return {
+        "censor": censor,
+        "peers": [{"peer": p, "name": names.get(p, names.get(p.split(":")[0], "")),
+                   "connections": connections.get(p, 0), "blocked": blocked.get(p, 0)} for p in peers],
+        "connections_total": sum(connections.values()),
+        "blocked_total": total,
+    }
+
+
+def stats_command(args):
+    names = {}
+    for pair in filter(None, args.names.split(",")):
+        key, _, value = pair.partition("=")
+        names[key] = value
+
+    def load(path):
+        try:
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle)
+        except (OSError, ValueError):
+            return {}
+
+    result = censor_stats(args.censor, sys.stdin.read(), load(args.judge) if args.judge else {},
+                          load(args.base) if args.base else {}, names)
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+        return 0
+    print(f"censor {result['censor']}: {result['connections_total']} connections, "
+          f"{result['blocked_total']} blocked")
+    for peer in result["peers"]:
+        label = f"{peer['peer']} ({peer['name']})" if peer["name"] else peer["peer"]
+        print(f"  {label:<32} connections {peer['connections']:>4}  blocked {peer['blocked']:>4}")
+    return 0
+
+
+def stats_self_test(failures):
+    """The parsing and arithmetic of `stats` on a fixed `nft -j` output."""
+    def document(name, elements):
+        return json.dumps({"nftables": [{"metainfo": {}}, {"set": {"name": name, "elem": [
+            {"elem": {"val": {"concat": [a, p]}, "counter": {"packets": n, "bytes": 60 * n}}}
+            for a, p, n in elements]}}]})
+    text = document("conns", [("127.0.3.2", 5100, 3), ("127.0.3.1", 5000, 1)]) + "\n" + \
+        document("blocked", [("127.0.3.2", 5100, 1)])
+    got = censor_stats("fet", text, {"reset": 3, "reset_peers": {"127.0.3.2:5100": 3}},
+                       {"reset": 1, "reset_peers": {"127.0.3.2:5100": 1}}, {"127.0.3.2": "bridge-obfs4"})
+    want = {"censor": "fet", "connections_total": 4, "blocked_total": 3, "peers": [
+        {"peer": "127.0.3.1:5000", "name": "", "connections": 1, "blocked": 0},
+        {"peer": "127.0.3.2:5100", "name": "bridge-obfs4", "connections": 3, "blocked": 3}]}
+    if got != want:
+        failures.append(f"stats: {got} != {want}")
+    got = censor_stats("fingerprint", "", {"blocked": {"openssl-3.0-default": 2}}, {}, {})
+    if got["blocked_total"] != 2 or got["peers"]:
+        failures.append(f"stats (fingerprint): {got}")
+
+
 def self_test():
     failures = []
 
@@ -453,6 +569,7 @@ def self_test():
         if not condition:
             failures.append(what)
 
+    stats_self_test(failures)
     rng = random.Random(22)
     random_bytes = bytes(rng.getrandbits(8) for _ in range(600))
     expect(exemption(random_bytes) is None, f"random bytes exempt by {exemption(random_bytes)}")
@@ -788,6 +905,12 @@ def main():
     p.add_argument("count", type=int)
     p.add_argument("timeout", type=float)
     sub.add_parser("self-test")
+    p = sub.add_parser("stats")
+    p.add_argument("--censor", required=True)
+    p.add_argument("--judge")
+    p.add_argument("--base")
+    p.add_argument("--names", default="")
+    p.add_argument("--json", action="store_true")
     p = sub.add_parser("fingerprint")
     p.add_argument("--device", required=True)
     p.add_argument("--table", required=True)
@@ -809,6 +932,8 @@ def main():
         return byte_probe(args)
     elif args.command == "connect-burst":
         return connect_burst(args)
+    elif args.command == "stats":
+        return stats_command(args)
     elif args.command == "self-test":
         return self_test()
     elif args.command == "fingerprint":

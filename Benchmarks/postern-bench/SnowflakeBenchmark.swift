@@ -24,8 +24,10 @@ import TransportBase
 
 struct SnowflakeBenchmarkError: Error, CustomStringConvertible { let description: String }
 
-/// A plain tor client whose only bridge is the test bed's snowflake bridge, using `client` (a
-/// command line) as its snowflake transport.
+/// A plain tor client whose only bridge is `bridge` (the test bed's snowflake bridge, or its
+/// webtunnel bridge for WebtunnelBenchmark.swift), using `client` (a command line) as the
+/// transport plugin for `transport`. `environment` is added to this process's for tor, which hands
+/// it on to the plugin (the webtunnel benchmark's SSL_CERT_FILE).
 final class BenchTorClient: @unchecked Sendable {
     let label: String
     let directory: URL
@@ -33,7 +35,8 @@ final class BenchTorClient: @unchecked Sendable {
     private let process = Process()
     private let started = ContinuousClock.now
 
-    init(label: String, client: [String], bridge: String, baseTorrc: String, socksPort: UInt16) throws {
+    init(label: String, client: [String], bridge: String, baseTorrc: String, socksPort: UInt16,
+         transport: String = "snowflake", environment: [String: String] = [:]) throws {
         self.label = label
         self.socksPort = socksPort
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-bench-sf-\(UUID().uuidString.prefix(8))")
@@ -49,7 +52,7 @@ final class BenchTorClient: @unchecked Sendable {
         GeoIPv6File ""
         UseBridges 1
         Bridge \(bridge)
-        ClientTransportPlugin snowflake exec \(client.joined(separator: " "))
+        ClientTransportPlugin \(transport) exec \(client.joined(separator: " "))
 
         """
         let file = directory.appendingPathComponent("torrc")
@@ -58,6 +61,9 @@ final class BenchTorClient: @unchecked Sendable {
         process.arguments = ["-f", file.path, "--quiet"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         try process.runWithDefaultSignalMask()
     }
 

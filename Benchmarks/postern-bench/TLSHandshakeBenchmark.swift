@@ -5,8 +5,11 @@
 // Each sample is a TCP connect plus a full handshake (certificate verified against the same CA,
 // no resumption on either side: TransportTLS never resumes, and a fresh OpenSSL SSL without a
 // saved session cannot), then close. s_server serves one connection at a time, so the clients
-// take turns: per round every client runs its samples, the order rotating between rounds so that
-// warm caches favour none. Both clients run in this process.
+// take turns, one handshake each in turn, the order rotating between rounds: on a shared machine
+// the load changes within seconds, and blocks of one client's samples caught it unevenly (one run
+// at load 15 put OpenSSL's median above NSS's). Both clients run in this process, one at a time,
+// so the process's CPU time over a sample is that client's (plus idle threads' wakeups): the CPU
+// per handshake, which other processes' load moves far less than wall time.
 import COpenSSL
 import Foundation
 import PosternTestSupport
@@ -90,8 +93,10 @@ func runTLSHandshakeBenchmark(handshakes: Int, rounds: Int) async throws {
     let endpoint = try TransportEndpoint(parsing: "127.0.0.1:\(port)")
     let openSSL = try OpenSSLHandshakeClient(caFile: certificates.caFile)
 
-    func once(_ client: TLSHandshakeClient) async throws -> Double {
+    /// Wall and process CPU milliseconds of one sample.
+    func once(_ client: TLSHandshakeClient) async throws -> (wall: Double, cpu: Double) {
         let started = ContinuousClock.now
+        let cpuStarted = processCPUSeconds()
         switch client {
         case .openSSL:
             try openSSL.handshake(port: port, serverName: TestCertificates.serverName)
@@ -107,7 +112,7 @@ func runTLSHandshakeBenchmark(handshakes: Int, rounds: Int) async throws {
                 throw error
             }
         }
-        return seconds(ContinuousClock.now - started) * 1000
+        return (seconds(ContinuousClock.now - started) * 1000, (processCPUSeconds() - cpuStarted) * 1000)
     }
 
     print("TLS handshake benchmark: \(handshakes) handshakes per client per round, \(rounds) round(s)")
@@ -116,25 +121,45 @@ func runTLSHandshakeBenchmark(handshakes: Int, rounds: Int) async throws {
     // One unmeasured handshake each: NSS's and OpenSSL's one-time setup is not a handshake's cost.
     for client in clients { _ = try await once(client) }
     var samples: [TLSHandshakeClient: [Double]] = [:]
+    var cpu: [TLSHandshakeClient: [Double]] = [:]
     for round in 1...rounds {
         let shift = (round - 1) % clients.count
-        for client in Array(clients[shift...] + clients[..<shift]) {
-            for _ in 0..<handshakes { samples[client, default: []].append(try await once(client)) }
+        for _ in 0..<handshakes {
+            for client in Array(clients[shift...] + clients[..<shift]) {
+                let sample = try await once(client)
+                samples[client, default: []].append(sample.wall)
+                cpu[client, default: []].append(sample.cpu)
+            }
         }
     }
 
     func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    // The mean, not the median: the clock's granularity and other threads' wakeups make single
+    // samples coarse, their sum is not.
+    func mean(_ values: [Double]) -> Double { values.reduce(0, +) / Double(max(values.count, 1)) }
     func p90(_ values: [Double]) -> Double { values.sorted()[min(values.count - 1, values.count * 9 / 10)] }
     print("")
-    print("client                     median ms   p90 ms")
+    print("client                     median ms   p90 ms    CPU ms per handshake (mean, this process)")
     for client in clients {
         let values = samples[client] ?? []
-        print("  \(client.label.padding(toLength: 25, withPad: " ", startingAt: 0)) \(format(median(values), 3).padding(toLength: 11, withPad: " ", startingAt: 0)) \(format(p90(values), 3))")
+        print("  \(client.label.padding(toLength: 25, withPad: " ", startingAt: 0)) \(format(median(values), 3).padding(toLength: 11, withPad: " ", startingAt: 0)) \(format(p90(values), 3).padding(toLength: 9, withPad: " ", startingAt: 0)) \(format(mean(cpu[client] ?? []), 3))")
     }
     let openSSLMedian = median(samples[.openSSL] ?? [])
     let firefoxRatio = openSSLMedian / median(samples[.nssFirefoxESR] ?? [])
     let randomizedRatio = openSSLMedian / median(samples[.nssRandomizedALPN] ?? [])
     print("  handshake time ratio (openssl / postern, ≥ 1 means we are faster): firefox-esr \(format(firefoxRatio)), randomized-alpn \(format(randomizedRatio))")
+    let openSSLCPU = mean(cpu[.openSSL] ?? [])
+    let firefoxCPURatio = openSSLCPU / mean(cpu[.nssFirefoxESR] ?? [])
+    let randomizedCPURatio = openSSLCPU / mean(cpu[.nssRandomizedALPN] ?? [])
+    print("  CPU per handshake ratio (openssl / postern, ≥ 1 means we use less): firefox-esr \(format(firefoxCPURatio)), randomized-alpn \(format(randomizedCPURatio))")
     print("")
+    print("RESULT tls handshake CPU ratio (openssl default / TransportTLS, mean CPU per handshake) firefox-esr \(format(firefoxCPURatio)) randomized-alpn \(format(randomizedCPURatio)); \(format(mean(cpu[.nssFirefoxESR] ?? []), 3)) / \(format(mean(cpu[.nssRandomizedALPN] ?? []), 3)) / \(format(openSSLCPU, 3)) ms")
     print("RESULT tls handshake ratio (openssl default / TransportTLS, median, ≥ 1 means we are faster) firefox-esr \(format(firefoxRatio)) randomized-alpn \(format(randomizedRatio)); medians \(format(median(samples[.nssFirefoxESR] ?? []), 3)) / \(format(median(samples[.nssRandomizedALPN] ?? []), 3)) / \(format(openSSLMedian, 3)) ms")
+}
+
+/// User + system CPU seconds of this process so far (every thread).
+func processCPUSeconds() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+    return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
 }

@@ -6,6 +6,10 @@
 //                                                                       SnowflakeBenchmark.swift)
 //   postern-bench tls [--handshakes N] [--rounds N]       (TransportTLS against OpenSSL's client;
 //                                                         TLSHandshakeBenchmark.swift)
+//   postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]
+//                                                         (inside the test bed; `postern pt-client`
+//                                                         against POSTERN_BASELINE's;
+//                                                         WebtunnelBenchmark.swift)
 //
 // `obfs4` starts Debian's obfs4proxy as a managed obfs4 SERVER in front of a loopback bulk peer,
 // then drives the same transfers through two managed obfs4 CLIENTS over their SOCKS5 listeners:
@@ -341,6 +345,15 @@ case "tls":
         FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
         exit(1)
     }
+case "webtunnel":
+    let options = positiveOptions(Array(arguments.dropFirst()), defaults: ["--rounds": 2, "--handshakes": 40, "--samples": 5, "--megabytes": 10])
+    do {
+        try await runWebtunnelBenchmark(rounds: options["--rounds"]!, handshakes: options["--handshakes"]!,
+                                        firstBytes: options["--samples"]!, megabytes: options["--megabytes"]!)
+    } catch {
+        FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
+        exit(1)
+    }
 case "assist":
     do {
         try AssistBenchmark().run()
@@ -349,8 +362,8 @@ case "assist":
         exit(1)
     }
 case "--help", "-h", "help":
-    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory   (inside the test bed)\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench tls [--handshakes N] [--rounds N]\n       postern-bench assist   (inside the test bed: scripts/bench-assist.sh)")
+    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory   (inside the test bed)\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench tls [--handshakes N] [--rounds N]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]   (inside the test bed; POSTERN_BINARY, POSTERN_BASELINE)\n       postern-bench assist   (inside the test bed: scripts/bench-assist.sh)")
 default:
-    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n       postern-bench tls [--handshakes N] [--rounds N]\n       postern-bench assist\n".utf8))
+    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n       postern-bench tls [--handshakes N] [--rounds N]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]\n       postern-bench assist\n".utf8))
     exit(64)
 }

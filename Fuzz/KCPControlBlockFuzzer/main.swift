@@ -19,7 +19,7 @@
 //   - without a forged PUSH (even an empty one takes a sequence number), what our side delivers is a prefix of what the peer sent, and what
 //     the peer delivers is a prefix of what our side sent.
 import FuzzSupport
-import SnowflakeTransport
+import TurboTunnel
 
 let conversation: UInt32 = 0xC0FF_EE01
 let mtu = 128

@@ -6,7 +6,7 @@
 //   - with a conversation ID given, every decoded segment carries it;
 //   - segments the fuzzer builds (any command, fields and payload) decode to themselves.
 import FuzzSupport
-import SnowflakeTransport
+import TurboTunnel
 
 func checkKCP(_ raw: UnsafeRawBufferPointer) {
     var input = FuzzInput(raw)

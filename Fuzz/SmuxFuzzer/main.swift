@@ -6,7 +6,7 @@
 //   - a v2 window-update frame's fields read back as written;
 //   - frames the fuzzer builds (any valid command, stream ID and payload) decode to themselves.
 import FuzzSupport
-import SnowflakeTransport
+import TurboTunnel
 
 enum Decoded: Equatable {
     case frames([SmuxFrame])

@@ -19,7 +19,7 @@
 //   - every window update we send names exactly what tor has read, with our window;
 //   - what we send stays within the window the peer last announced, in frames of at most 32768.
 import FuzzSupport
-import SnowflakeTransport
+import TurboTunnel
 
 func checkSession(_ raw: UnsafeRawBufferPointer) {
     var input = FuzzInput(raw)

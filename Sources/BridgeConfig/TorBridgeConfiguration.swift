@@ -48,10 +48,10 @@ public struct TorBridgeConfiguration: Hashable, Sendable {
 
     /// Renders `bridges`. tor identifies a bridge by its IP:port, so every line must have a distinct
     /// one and an IP literal. Bridges whose transport ignores the address (snowflake, meek_lite,
-    /// webtunnel) get a free placeholder from 192.0.2.0/24 (TEST-NET-1, never routed) when they use
+    /// webtunnel, dnstt) get a free placeholder from 192.0.2.0/24 (TEST-NET-1, never routed) when they use
     /// a host name or collide; any other collision drops the later bridge with a warning.
     public init(bridges input: [BridgeLine]) throws(BridgeConfigError) {
-        let addressIgnoring: Set<TransportName> = [.snowflake, .meekLite, .webtunnel]
+        let addressIgnoring: Set<TransportName> = [.snowflake, .meekLite, .webtunnel, .dnstt]
         var used = Set<BridgeAddress>()
         var rendered: [BridgeLine] = []
         var warnings: [BridgeConfigDiagnostic] = []

@@ -20,11 +20,23 @@ import TransportWire
 /// No app traffic, no other address. Not done (yet): TLS and tor's link handshake (VERSIONS
 /// cell) on direct and vanilla probes; TCP alone cannot see a censor that resets TLS, which
 /// tor's ORCONN failures then show.
+///
+/// Footprint (docs/plans/CENSOR-AWARE-ASSIST.md §3): a route's peers are probed one after another,
+/// ``peerSpacing`` apart, and the probe stops at the first that answers, so a route never opens
+/// parallel connections to one ip:port and a censor sees at most one probe connection per peer.
+/// Every connection goes through `dialer` (the process's ``EndpointGate``: a token bucket per
+/// ip:port, one probe per ip:port, none while tor's own dial to it is open); a peer the gate held
+/// back is no evidence, and a probe whose every peer was held back is `skipped`.
 package struct AssistProbes: Sendable {
     /// The limit for a TCP connect (direct, vanilla) and for a transport's handshake.
     var connectTimeout: Duration = .seconds(3)
-    /// How probes connect; the session makes it report to its ledger as probes.
-    package var dialer: OutboundDialer = .direct
+    /// The obfs4 handshake's own limit (after the connect).
+    var handshakeTimeout: Duration = .seconds(3)
+    /// The pause between two peers of one route.
+    var peerSpacing: Duration = .milliseconds(300)
+    /// How probes connect: through the process's gate, as probes.
+    /// The session makes it report to its ledger as probes (``FlowLedger``), gate kept.
+    package var dialer: OutboundDialer = OutboundDialer.direct.labelled(as: .probe)
     /// The limit for a snowflake rendezvous and data channel, as a whole.
     var snowflakeTimeout: Duration = .seconds(20)
     /// Peers probed at once per route.
@@ -80,25 +92,65 @@ package struct AssistProbes: Sendable {
         // The address of a snowflake line is a placeholder: one rendezvous says enough.
         let bridges = Array(route.bridges.prefix(isSnowflake ? 1 : peersPerRoute))
         let stepName = isSnowflake ? "snowflake-rendezvous+data-channel" : "\(transport.rawValue)-handshake"
-        let limit = isSnowflake ? snowflakeTimeout : connectTimeout + .seconds(1)
-        let outcomes = await withTaskGroup(of: (Bool, ConnectionProblem?).self) { group in
-            for bridge in bridges {
-                group.addTask {
-                    guard let endpoint = try? TransportEndpoint(parsing: bridge.address.description) else { return (false, .other) }
-                    let pairs = bridge.arguments.map { TransportArguments.Pair(key: $0.key, value: $0.value) }
-                    do {
-                        let dial = try client.prepareDial(arguments: TransportArguments(pairs))
-                        let connection = try await withDeadline(limit, timedOut: { TransportError.noAnswer(within: limit) }) { try await dial.dial(endpoint, context: DialContext(dialer: dialer)) }
-                        connection.close()
-                        return (true, nil)
-                    } catch {
-                        return (false, Self.problem(error))
-                    }
-                }
+        // Past the connect and the handshake's own limits (and the gate's wait of at most 1 s), so
+        // that a handshake timeout is seen as one, not as this outer deadline.
+        let limit = isSnowflake ? snowflakeTimeout : connectTimeout + handshakeTimeout + .seconds(2)
+        let context = DialContext(dialer: dialer)
+        var confirmation: CensorReader.Confirmation?
+        let outcomes = await oneAfterAnother(bridges) { bridge in
+            guard let endpoint = try? TransportEndpoint(parsing: bridge.address.description) else { return (false, .other) }
+            let pairs = bridge.arguments.map { TransportArguments.Pair(key: $0.key, value: $0.value) }
+            do {
+                let dial = try client.prepareDial(arguments: TransportArguments(pairs))
+                let connection = try await withDeadline(limit, timedOut: { TransportError.noAnswer(within: limit) }) { try await dial.dial(endpoint, context: context) }
+                connection.close()
+                return (true, nil)
+            } catch {
+                let problem = Self.problem(error)
+                // A reset during the handshake (the connect had succeeded): does the address
+                // still answer? One SYN-only connect, the first such reset of the probe only.
+                if problem == .reset, !isSnowflake, confirmation == nil { confirmation = await confirm(endpoint) }
+                return (false, problem)
             }
-            return await Self.firstSuccess(group)
         }
-        return result(outcomes, steps: [stepName], peers: bridges.count, started: started)
+        var probed = result(outcomes, steps: [stepName], peers: bridges.count, started: started)
+        probed.confirmation = confirmation
+        return probed
+    }
+
+    /// A SYN-only confirm connect to `endpoint` (connect, then close without sending a byte: a
+    /// censor that judges first packets has nothing to judge): answered, refused or silent; nil
+    /// when Postern's gate held it back or it failed otherwise (no evidence).
+    func confirm(_ endpoint: TransportEndpoint) async -> CensorReader.Confirmation? {
+        do {
+            let socket = try await OutboundDialer.direct.gated(by: dialer.gate).labelled(as: .confirm).connect(to: endpoint, timeout: connectTimeout)
+            socket.close()
+            return .answered
+        } catch let error as TransportError {
+            switch error.code {
+            case .connectionRefused: return .refused
+            case .timedOut: return .silent
+            default: return nil
+            }
+        } catch {
+            return nil
+        }
+    }
+
+    /// Probes `peers` in order, ``peerSpacing`` apart, until one answers; the outcomes of those
+    /// tried. Cancellation stops it between peers.
+    private func oneAfterAnother<Peer: Sendable>(_ peers: [Peer], _ probe: (Peer) async -> (Bool, ConnectionProblem?)) async -> [(Bool, ConnectionProblem?)] {
+        var outcomes: [(Bool, ConnectionProblem?)] = []
+        for (index, peer) in peers.enumerated() {
+            if index > 0 {
+                guard (try? await Task.sleep(for: peerSpacing)) != nil else { break }
+            }
+            guard !Task.isCancelled else { break }
+            let outcome = await probe(peer)
+            outcomes.append(outcome)
+            if outcome.0 { break }
+        }
+        return outcomes
     }
 
     private func tcp(_ endpoints: [TransportEndpoint], started: ContinuousClock.Instant) async -> ProbeResult {
@@ -106,42 +158,27 @@ package struct AssistProbes: Sendable {
             return ProbeResult(outcome: .skipped, milliseconds: 0, steps: [], peersTried: 0, peersAnswered: 0)
         }
         let timeout = connectTimeout
-        let outcomes = await withTaskGroup(of: (Bool, ConnectionProblem?).self) { [dialer] group in
-            for endpoint in endpoints {
-                group.addTask {
-                    do {
-                        let socket = try await dialer.connect(to: endpoint, timeout: timeout)
-                        socket.close()
-                        return (true, nil)
-                    } catch {
-                        return (false, Self.problem(error))
-                    }
-                }
+        let outcomes = await oneAfterAnother(endpoints) { [dialer] endpoint in
+            do {
+                let socket = try await dialer.connect(to: endpoint, timeout: timeout)
+                socket.close()
+                return (true, nil)
+            } catch {
+                return (false, Self.problem(error))
             }
-            return await Self.firstSuccess(group)
         }
         return result(outcomes, steps: ["tcp"], peers: endpoints.count, started: started)
-    }
-
-    /// Returns as soon as one peer answered (the rest are cancelled), or every outcome.
-    private static func firstSuccess(_ group: TaskGroup<(Bool, ConnectionProblem?)>) async -> [(Bool, ConnectionProblem?)] {
-        var group = group
-        var outcomes: [(Bool, ConnectionProblem?)] = []
-        while let outcome = await group.next() {
-            outcomes.append(outcome)
-            if outcome.0 {
-                group.cancelAll()
-                break
-            }
-        }
-        return outcomes
     }
 
     private func result(_ outcomes: [(Bool, ConnectionProblem?)], steps: [String], peers: Int,
                         started: ContinuousClock.Instant) -> ProbeResult {
         let milliseconds = ((ContinuousClock.now - started).seconds * 10_000).rounded() / 10
         let answered = outcomes.filter(\.0).count
-        let problems = outcomes.compactMap(\.1)
+        // Peers Postern's own gate held back were not probed: no evidence either way.
+        if answered == 0, !outcomes.isEmpty, outcomes.allSatisfy({ $0.1 == .heldBack }) {
+            return ProbeResult(outcome: .skipped, milliseconds: milliseconds, steps: [], peersTried: 0, peersAnswered: 0)
+        }
+        let problems = outcomes.compactMap(\.1).filter { $0 != .heldBack }
         let main = Dictionary(grouping: problems, by: { $0 }).max { $0.value.count < $1.value.count }?.key
         let outcome: ProbeResult.Outcome = answered > 0 ? .passed : .failed
         return ProbeResult(outcome: outcome, milliseconds: milliseconds,
@@ -151,6 +188,12 @@ package struct AssistProbes: Sendable {
 
     static func problem(_ error: any Error) -> ConnectionProblem {
         guard let error = error as? TransportError else { return .other }
-        return ConnectionProblem(transportCode: error.code.rawValue, kind: error.kind.rawValue)
+        switch error.code {
+        case .heldBack, .endpointBusy: return .heldBack
+        // Connected and sent, nothing back: kept apart from a connect timeout (no SYN-ACK), which
+        // tor's own problem mapping folds it into.
+        case .obfs4HandshakeTimeout: return .silentAfterFirstPacket
+        default: return ConnectionProblem(transportCode: error.code.rawValue, kind: error.kind.rawValue)
+        }
     }
 }

@@ -286,6 +286,12 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
                 guard let key = RouteEvidence.routeKey(of: flow, routes: routes, addresses: addresses, current: current),
                       let route = routes.first(where: { $0.key == key }),
                       RouteEvidence.needsConfirmation(flow, transport: route.transport) else { continue }
+                // A probe confirms its own reset (AssistProbes: ProbeResult.confirmation); that
+                // answer is used, and no second connect is made for it.
+                if flow.origin == .probe {
+                    if let answer = selector.probes[key]?.confirmation { confirmations[flow.peer] = answer }
+                    continue
+                }
                 let peer = flow.peer
                 confirmsInFlight.insert(peer)
                 confirmAttempts[peer, default: 0] += 1
@@ -350,8 +356,11 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
             if probeLog.count > 50 { probeLog.removeFirst(probeLog.count - 50) }
         }
         // A failed probe is repeated a few times in the pass (the network may have just come
-        // up, or a hiccup may have cost one SYN): after 2 s, then 4 s, then 8 s.
-        if result.outcome == .failed, cycle == reprobeCycle, reprobeCount[key, default: 0] < Self.reprobeLimit {
+        // up, or a hiccup may have cost one SYN): after 2 s, then 4 s, then 8 s. Only when it
+        // failed at the connect: a reset or silence after our first packet is what a censor that
+        // judges first packets does, and another handshake would only add to its evidence (one
+        // handshake probe per ip:port per pass; docs/plans/CENSOR-AWARE-ASSIST.md §3).
+        if result.outcome == .failed, result.mayBeRepeated, cycle == reprobeCycle, reprobeCount[key, default: 0] < Self.reprobeLimit {
             let count = reprobeCount[key, default: 0]
             reprobeCount[key] = count + 1
             reprobeDue[key] = now + Self.reprobeDelay * (1 << count)

@@ -28,6 +28,10 @@ public struct ProbeResult: Sendable, Hashable, Codable {
     }
 
     public var outcome: Outcome
+    /// After a handshake reset right after our first packet: whether a SYN-only connect to the
+    /// same address then answered (CensorReader's protocol-block row needs it); nil when none was
+    /// made.
+    public var confirmation: CensorReader.Confirmation? = nil
     /// How long the probe took to pass (or to fail).
     public var milliseconds: Double
     public var steps: [Step]
@@ -55,5 +59,16 @@ public struct ProbeResult: Sendable, Hashable, Codable {
         default:
             return "failed after \(Int(milliseconds.rounded())) ms: \(problem?.rawValue ?? "other") (\(peersAnswered) of \(peersTried) answered)"
         }
+    }
+}
+
+extension ProbeResult {
+    /// A probe that failed at the connect (refused, no answer, no route) may be repeated in the
+    /// pass; one that got past it (reset, silence or a wrong reply after our first packet) or that
+    /// Postern's gate held back may not: another handshake would only add to the evidence of a
+    /// censor that judges first packets (docs/plans/CENSOR-AWARE-ASSIST.md §3).
+    package var mayBeRepeated: Bool {
+        guard outcome == .failed, let problem else { return false }
+        return [.refused, .timeout, .noRoute].contains(problem)
     }
 }

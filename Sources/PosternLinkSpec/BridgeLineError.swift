@@ -65,6 +65,16 @@ extension BridgeLineError.Code {
     public static let badBoolean = Self("bad-boolean")
     public static let conflictingArguments = Self("conflicting-arguments")
     public static let badServerName = Self("bad-server-name")
+    /// dnstt: no `doh=`, `dot=` or `udp=`.
+    public static let missingResolver = Self("missing-resolver")
+    /// dnstt: a `dot=` or `udp=` that is not `host:port`.
+    public static let badResolver = Self("bad-resolver")
+    /// dnstt: no `pubkey=`.
+    public static let missingPublicKey = Self("missing-public-key")
+    /// dnstt: no `domain=`.
+    public static let missingDomain = Self("missing-domain")
+    /// dnstt: a `domain=` that is not a domain name, or too long to leave room for packets.
+    public static let badDomain = Self("bad-domain")
     // Warnings about a line (``BridgeLineWarning``).
     public static let unknownTransport = Self("unknown-transport")
     public static let unknownArgument = Self("unknown-argument")

@@ -31,11 +31,12 @@ public struct TransportName: Hashable, Sendable, Comparable, CustomStringConvert
     public static let snowflake = TransportName(trusted: "snowflake")
     public static let meekLite = TransportName(trusted: "meek_lite")
     public static let webtunnel = TransportName(trusted: "webtunnel")
+    public static let dnstt = TransportName(trusted: "dnstt")
 
     /// The well-known names: a bridge line's transport written in another case is normalised to
     /// one of these. Which transports' arguments are checked is up to the `BridgeArgumentRulebook`
     /// the line is parsed with.
-    public static let known: [TransportName] = [.vanilla, .obfs4, .snowflake, .meekLite, .webtunnel]
+    public static let known: [TransportName] = [.vanilla, .obfs4, .snowflake, .meekLite, .webtunnel, .dnstt]
 
     /// The name for messages and logs. Well-known and short names are harmless; a long unknown
     /// "transport" is usually something else pasted in first position (a 40-hex fingerprint is a

@@ -1,4 +1,5 @@
 import BridgeConfig
+import DnsttTransport
 import Foundation
 import Obfs4Transport
 import PosternLinkSpec
@@ -47,6 +48,9 @@ public enum Transports {
     public static let argumentRules = BridgeArgumentRulebook(builtins.map(\.rules) + [
         // Plugin-only (no Postern module), so its rules live in BridgeConfig.
         MeekLiteArgumentRules(),
+        // Postern checks dnstt lines (issue #23) before it can dial them: until DnsttTransport joins
+        // `builtins`, a dnstt line runs through a plugin like any other transport Postern lacks.
+        DnsttArgumentRules(),
     ])
 
     /// Postern's transports and the user's `plugins`. Plugins keep their state in

@@ -23,7 +23,7 @@ struct ArgumentRulesTests {
     let example = BridgeArgumentRulebook([ExampleRules()])
 
     @Test func posternsRulebookHasOneEntryPerTransportItKnows() {
-        #expect(posternRules.transports == [.meekLite, .obfs4, .snowflake, .webtunnel])
+        #expect(posternRules.transports == [.dnstt, .meekLite, .obfs4, .snowflake, .webtunnel])
         #expect(posternRules.rules(for: .vanilla) == nil)
     }
 

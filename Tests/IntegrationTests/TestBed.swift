@@ -43,9 +43,31 @@ struct TestBed: Sendable {
         try TorOption.parseLines(String(contentsOfFile: self["TB_CLIENT_TORRC"], encoding: .utf8))
     }
 
-    func setCensor(_ scenario: String) throws {
-        let result = try ProcessRunner.runBlocking(Self.script, ["censor", scenario, "--dir", directory])
+    func setCensor(_ scenario: String, options: [String] = []) throws {
+        let result = try ProcessRunner.runBlocking(Self.script, ["censor", scenario, "--dir", directory] + options)
         #expect(result.status == 0, "censor \(scenario): \(result.stderr)")
+    }
+
+    /// One server ip:port's counts in `censor-stats`: the client connections the censor saw
+    /// (first SYNs) and how many of them it blocked.
+    struct CensorPeerCount: Sendable {
+        let peer: String
+        let name: String
+        let connections: Int
+        let blocked: Int
+    }
+
+    /// `scripts/testbed censor-stats --json`: per ip:port counts since the censor was set (or the
+    /// last reset), and the blocked connections in all.
+    func censorStats() throws -> (peers: [CensorPeerCount], blocked: Int) {
+        let result = try ProcessRunner.runBlocking(Self.script, ["censor-stats", "--json", "--dir", directory])
+        try #require(result.status == 0, "censor-stats: \(result.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "censor-stats: \(result.stdout)")
+        let peers = (json["peers"] as? [[String: Any]] ?? []).map {
+            CensorPeerCount(peer: $0["peer"] as? String ?? "", name: $0["name"] as? String ?? "",
+                            connections: $0["connections"] as? Int ?? 0, blocked: $0["blocked"] as? Int ?? 0)
+        }
+        return (peers, try #require(json["blocked_total"] as? Int, "censor-stats: \(result.stdout)"))
     }
 
     /// The parts of a bridge line that must never reach a log: its address (with and without the

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 import TransportWire
 @testable import SnowflakeTransport
+@testable import TurboTunnel
 
 // Issue #12: bytes a hostile proxy, server, broker or AMP cache controls must never trap, hang or
 // grow memory past a stated cap. The first test of each suite is the regression that trapped
@@ -142,7 +143,7 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     @Test func payloadLongerThanTheMSSIsATypedError() {
         var kcp = KCPControlBlock(conversation: Self.conversation)
-        #expect(throws: SnowflakeError.self) {
+        #expect(throws: TurboTunnelError.self) {
             try kcp.input(push(sn: 0, payload: Array(repeating: 1, count: 2000)), now: 1)
         }
     }
@@ -161,7 +162,7 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
             Issue.record("a byte beyond the window was accepted")
         } catch {
             #expect(error.code == .smuxWindowExceeded)
-            #expect(error.message.contains("snowflake server"))
+            #expect(error.message.contains("sent more stream data"))
         }
         // Once tor reads, the window opens again and the update says how much was read.
         #expect(stream.consume(1000) == .update(streamID: 3, consumed: 1000, window: SmuxStreamState.streamBuffer))

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 import TransportWire
 @testable import SnowflakeTransport
+@testable import TurboTunnel
 
 @Suite struct SessionPieceTests {
     @Test func sha1MatchesFIPSAndRFC6455() {

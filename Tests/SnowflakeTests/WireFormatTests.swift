@@ -1,5 +1,6 @@
 import Testing
 @testable import SnowflakeTransport
+@testable import TurboTunnel
 
 @Suite struct EncapsulationTests {
     let vectors = GoVectors.shared
@@ -123,14 +124,14 @@ import Testing
 
     @Test func rejectsForeignConversationAndUnknownCommand() {
         let segment = KCPSegment(conversation: 7, command: .ack, window: 1, timestamp: 2, sequenceNumber: 3, unacknowledged: 4)
-        #expect(throws: SnowflakeError.self) { try KCPSegment.decodePacket(segment.encoded, conversation: 8) }
+        #expect(throws: TurboTunnelError.self) { try KCPSegment.decodePacket(segment.encoded, conversation: 8) }
         var bad = segment.encoded
         bad[4] = 85
-        #expect(throws: SnowflakeError.self) { try KCPSegment.decodePacket(bad) }
+        #expect(throws: TurboTunnelError.self) { try KCPSegment.decodePacket(bad) }
         var short = KCPSegment(conversation: 7, command: .push, window: 1, timestamp: 2, sequenceNumber: 3,
                                unacknowledged: 4, payload: [1, 2, 3]).encoded
         short.removeLast()
-        #expect(throws: SnowflakeError.self) { try KCPSegment.decodePacket(short) }
+        #expect(throws: TurboTunnelError.self) { try KCPSegment.decodePacket(short) }
     }
 
     @Test func windowProbeAndTellEncode() throws {
@@ -177,10 +178,10 @@ import Testing
     @Test func rejectsVersionOneAndUnknownCommand() {
         var decoder = SmuxFrame.Decoder()
         decoder.append([1, 0, 0, 0, 3, 0, 0, 0])
-        #expect(throws: SnowflakeError.self) { try decoder.nextFrame() }
+        #expect(throws: TurboTunnelError.self) { try decoder.nextFrame() }
         var decoder2 = SmuxFrame.Decoder()
         decoder2.append([2, 9, 0, 0, 3, 0, 0, 0])
-        #expect(throws: SnowflakeError.self) { try decoder2.nextFrame() }
+        #expect(throws: TurboTunnelError.self) { try decoder2.nextFrame() }
     }
 
     @Test func decoderWaitsForWholeFrame() throws {

@@ -17,6 +17,12 @@ public struct ConnectionProblem: RawRepresentable, Sendable, Hashable, Codable, 
     /// A transport's own handshake failed (obfs4 reply wrong, snowflake broker or proxy failed).
     public static let handshake = ConnectionProblem(rawValue: "handshake")
     public static let other = ConnectionProblem(rawValue: "other")
+    /// Connected, our first packet went out, and nothing came back within the limit (a transport's
+    /// handshake timeout): what a censor that judges first packets leaves behind.
+    public static let silentAfterFirstPacket = ConnectionProblem(rawValue: "silent-after-first-packet")
+    /// Postern did not connect at all: the ip:port was held back or busy at its own gate
+    /// (TransportBase's EndpointGate). Never evidence about the network.
+    public static let heldBack = ConnectionProblem(rawValue: "held-back")
 
     /// A tor REASON keyword (ORCONN or BOOTSTRAP) as a problem; nil for reasons that say nothing
     /// about the route (DONE: closed on purpose; RESOURCELIMIT, PT_MISSING: local; MISC).

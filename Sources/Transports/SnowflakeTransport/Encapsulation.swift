@@ -20,6 +20,8 @@
 // decoder holds at most one incomplete chunk (1 MiB) beyond what it was just given; data chunks are
 // truncated to maxPacketSize, as upstream. No sum here can overflow.
 
+import TurboTunnel
+
 /// The constants of a Turbo Tunnel session.
 public enum TurboTunnel {
     /// The magic prefix that opts a carrier into Turbo Tunnel mode.
@@ -28,28 +30,9 @@ public enum TurboTunnel {
     public static let maxPacketSize = 1400
 }
 
-/// The 8-byte identity of one client session on the server, kept across redials.
-public struct ClientID: Hashable, Sendable, CustomStringConvertible {
-    public let bytes: [UInt8]
-
-    public init(bytes: [UInt8]) throws(SnowflakeError) {
-        guard bytes.count == 8 else {
-            throw SnowflakeError(code: .kcpMalformed, kind: .invalidInput, message: "a ClientID is 8 bytes")
-        }
-        self.bytes = bytes
-    }
-
-    /// A fresh random ClientID (system CSPRNG).
-    public static func random() -> ClientID {
-        var generator = SystemRandomNumberGenerator()
-        // Exactly 8 bytes, so the throwing initialiser cannot fail.
-        return try! ClientID(bytes: (0..<8).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
-    }
-
+extension ClientID {
     /// The bytes a client writes at the start of every carrier: token, then ClientID.
     public var carrierPreamble: [UInt8] { TurboTunnel.token + bytes }
-
-    public var description: String { bytes.map { hexByte($0) }.joined() }
 }
 
 /// Encoder and streaming decoder of encapsulation chunks.

@@ -2,6 +2,7 @@ import PosternSystem
 import TransportBase
 import TransportTLS
 import TransportWire
+import TurboTunnel
 
 /// The one public error type of the snowflake transport: the shape of every public Postern error
 /// (``CodedError``), open sets of codes and kinds, so that new failures can be added without
@@ -68,5 +69,14 @@ extension SnowflakeError {
         } else {
             self.init(code: .connection, kind: .network, message: "\(error)")
         }
+    }
+}
+
+extension SnowflakeError {
+    /// A failure of the shared KCP or smux code as a snowflake error: the same code (raw value),
+    /// kind and message, so `TransportError(snowflake:)` still yields `snowflake-kcp-malformed` and
+    /// the rest, and log lines read as before the code was shared.
+    public init(turboTunnel error: TurboTunnelError) {
+        self.init(code: Code(rawValue: error.code.rawValue), kind: Kind(rawValue: error.kind.rawValue), message: error.message)
     }
 }

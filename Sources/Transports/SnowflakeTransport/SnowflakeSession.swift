@@ -1,5 +1,6 @@
 import Synchronization
 import TransportWire
+import TurboTunnel
 
 // One snowflake client session: the tor byte stream as one smux v2 stream, over one KCP
 // conversation, over Turbo Tunnel encapsulation on a carrier (a DataChannel; in tests a WebSocket
@@ -30,9 +31,9 @@ public actor SnowflakeSession {
 
     private let continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
     private var kcp: KCPControlBlock
-    private var stream = SmuxStreamState()
+    private var stream = SmuxStreamState(peer: SnowflakeSession.smuxPeer)
     private var encapsulation = Encapsulation.Decoder()
-    private var frames = SmuxFrame.Decoder()
+    private var frames = SmuxFrame.Decoder(peer: SnowflakeSession.smuxPeer)
     private var carrier: (any ByteStream)?
     private var dialer: (@Sendable () async throws -> any ByteStream)?
     private var lastInbound: UInt32 = 0
@@ -68,6 +69,11 @@ public actor SnowflakeSession {
     private let epoch: ContinuousClock.Instant
     private var ended = false
 
+    /// How the shared KCP and smux code names the peer in its errors (the wording of snowflake's
+    /// log lines before that code moved to TurboTunnel; SnowflakeHostilePeerTests waits for it).
+    static let kcpPeer = "the snowflake proxy or server"
+    static let smuxPeer = "the snowflake server (or the proxy in between)"
+
     /// Largest carrier write: one data-channel message (WebRTCDataChannel splits larger writes).
     static let carrierWriteLimit = 16 * 1024
 
@@ -77,7 +83,7 @@ public actor SnowflakeSession {
     public init(clientID: ClientID = .random(), conversation: UInt32 = UInt32.random(in: .min ... .max)) {
         self.clientID = clientID
         self.conversation = conversation
-        var kcp = KCPControlBlock(conversation: conversation)
+        var kcp = KCPControlBlock(conversation: conversation, peer: Self.kcpPeer)
         // The smux SYN goes first, before anything written to the stream, whenever the first
         // carrier comes: the stream can be written to before the session has a carrier.
         kcp.send(SmuxStreamState().openFrame.encoded)
@@ -355,14 +361,18 @@ public actor SnowflakeSession {
         lastInbound = now
         encapsulation.append(bytes)
         while let packet = try encapsulation.nextPacket() {
-            try kcp.input(packet, now: now)
+            do throws(TurboTunnelError) {
+                try kcp.input(packet, now: now)
+            } catch {
+                throw SnowflakeError(turboTunnel: error)
+            }
         }
         let data = kcp.receive()
         guard !data.isEmpty else { return }
         frames.append(data)
         // An smux violation corrupts the one byte stream for good: a new carrier cannot help, so
         // the session ends (KCP and encapsulation errors above only cost the carrier).
-        do throws(SnowflakeError) {
+        do throws(TurboTunnelError) {
             while let frame = try frames.nextFrame() {
                 let (payload, _) = try stream.receive(frame)
                 if !payload.isEmpty { continuation.yield(payload) }
@@ -371,7 +381,7 @@ public actor SnowflakeSession {
                 }
             }
         } catch {
-            end(error)
+            end(SnowflakeError(turboTunnel: error))
         }
     }
 

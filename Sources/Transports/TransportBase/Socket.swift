@@ -46,6 +46,8 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
     public let counters = FlowCounters()
     /// The ledger entry this connection reports its end to, for connections a dialer opened.
     private let flowEntry = Mutex<FlowEntry?>(nil)
+    /// The gate's pass of a dialer's connection (``EndpointGate``), released when it ends.
+    private let gatePass = Mutex<EndpointGate.Pass?>(nil)
 
     /// Takes ownership of a non-blocking descriptor.
     init(adopting descriptor: Int32, loop: IOEventLoop = .shared) throws(TransportError) {
@@ -58,6 +60,9 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
     }
 
     deinit {
+        // A socket dropped without close still ends its flow and frees its ip:port's place at the
+        // gate (both ends are idempotent).
+        endFlow(error: nil, endedByPeer: false)
         loop.deregister(descriptor)
         Glibc.close(descriptor)
     }
@@ -70,11 +75,21 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
     /// Connects to `endpoint`, reporting the connection's end (a failed connect included) to `flow`:
     /// `flow` receives this socket's counters.
     static func connect(to endpoint: TransportEndpoint, timeout: Duration,
-                        reportingTo flow: ((FlowCounters) -> FlowEntry)?) async throws -> TCPSocket {
+                        reportingTo flow: ((FlowCounters) -> FlowEntry)?, gatePass: EndpointGate.Pass? = nil) async throws -> TCPSocket {
         let family = endpoint.isIPv6 ? AF_INET6 : AF_INET
         let descriptor = Glibc.socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { throw SocketErrors.fromErrno(errno, operation: "socket") }
-        let socket = try TCPSocket(adopting: descriptor)
+        guard descriptor >= 0 else {
+            gatePass?.release()
+            throw SocketErrors.fromErrno(errno, operation: "socket")
+        }
+        let socket: TCPSocket
+        do {
+            socket = try TCPSocket(adopting: descriptor)
+        } catch {
+            gatePass?.release()
+            throw error
+        }
+        socket.gatePass.withLock { $0 = gatePass }
         if let flow { socket.flowEntry.withLock { $0 = flow(socket.counters) } }
         var one: Int32 = 1
         _ = setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -99,6 +114,7 @@ public final class TCPSocket: TransportConnection, @unchecked Sendable {
 
     private func endFlow(error: TransportError?, endedByPeer: Bool) {
         flowEntry.withLock { $0 }?.end(error: error, endedByPeer: endedByPeer)
+        gatePass.withLock { $0 }?.release()
     }
 
     private func waitUntilConnected() async throws {

@@ -68,6 +68,8 @@ public struct OutboundDialer: Sendable {
     /// Where connections are reported; nil reports nothing.
     public private(set) var ledger: FlowLedger?
     public private(set) var origin: FlowOrigin = .transport
+    /// The per-ip:port discipline every connection passes (``EndpointGate``); nil for none.
+    public private(set) var gate: EndpointGate? = .shared
 
     init(proxy: UpstreamProxy?) { self.proxy = proxy }
 
@@ -82,13 +84,34 @@ public struct OutboundDialer: Sendable {
         return copy
     }
 
+    /// The same dialer, its connections taken as `origin`'s (the gate treats probes and confirm
+    /// connects apart from dials) without a ledger.
+    public func labelled(as origin: FlowOrigin) -> OutboundDialer {
+        var copy = self
+        copy.origin = origin
+        return copy
+    }
+
+    /// The same dialer with another gate (nil: none), e.g. a test's own.
+    public func gated(by gate: EndpointGate?) -> OutboundDialer {
+        var copy = self
+        copy.gate = gate
+        return copy
+    }
+
     /// A connected socket to `endpoint`; `timeout` bounds the TCP connect and any proxy exchange.
+    /// The gate may delay the connect (its wait is not part of `timeout`) or refuse it without
+    /// any packet sent (`held-back`, `endpoint-busy`).
     public func connect(to endpoint: TransportEndpoint, timeout: Duration) async throws -> TCPSocket {
         let flow: ((FlowCounters) -> FlowEntry)? = ledger.map { ledger in
             { [origin, proxy] counters in ledger.begin(peer: endpoint, origin: origin, throughProxy: proxy != nil, counters: counters) }
         }
-        guard let proxy else { return try await TCPSocket.connect(to: endpoint, timeout: timeout, reportingTo: flow) }
-        let socket = try await TCPSocket.connect(to: proxy.endpoint, timeout: timeout, reportingTo: flow)
+        // The bridge's ip:port is what a censor on the path counts, even through a proxy (whose
+        // own connection then carries it).
+        let role: EndpointGate.Role = origin == .probe || origin == .confirm ? .probe : .dial
+        let pass = try await gate?.admit(endpoint, as: role)
+        guard let proxy else { return try await TCPSocket.connect(to: endpoint, timeout: timeout, reportingTo: flow, gatePass: pass) }
+        let socket = try await TCPSocket.connect(to: proxy.endpoint, timeout: timeout, reportingTo: flow, gatePass: pass)
         do {
             try await withDeadline(timeout, expired: {
                 socket.abort(with: TransportError(code: .timedOut, kind: .timeout, message: "the upstream proxy did not answer in time"))

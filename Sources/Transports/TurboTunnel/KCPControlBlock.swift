@@ -1,4 +1,5 @@
-// The KCP protocol engine with snowflake's settings, following skywind3000/kcp as kcp-go v5 runs it:
+// The KCP protocol engine, following skywind3000/kcp as kcp-go v5 runs it, with snowflake's settings
+// as defaults (dnstt's differ in window and MTU only):
 // stream mode, send and receive windows of 65535 segments, MTU 1400 (MSS 1376), nodelay 0 (minimum
 // RTO 100 ms, RTO backoff doubles), interval 10 ms (kcp-go's floor), no fast resend, congestion
 // window off (nc = 1: the window is min(snd_wnd, peer's wnd)). Segment layout: KCPSegment.swift.
@@ -6,11 +7,13 @@
 // Pure logic: the caller supplies the clock (milliseconds, wrapping UInt32) and moves packets. Not
 // thread-safe; its owner serialises access.
 //
-// Hostile input (a proxy sees and can forge these bytes): no field of a peer's segment may trap, hang
+// Hostile input (a snowflake proxy or a DNS resolver sees and can forge these bytes): no field of a peer's segment may trap, hang
 // or grow memory without a cap. Sequence numbers, una and timestamps wrap (the protocol's modular
 // arithmetic: `&+`, `&-`, `timeDiff`); an RTT sample is clamped to maxRTO before any sum (a forged
 // ACK timestamp 2^31 ms old used to overflow the Int32 sums, as kcp-go's own wrap hides); a
-// segment's RTO backoff stops at maxRTO; a payload longer than the MSS is a typed error; what is
+// segment's RTO backoff stops at maxRTO; a payload longer than maximumIncomingPayload (the MSS
+// unless the owner says otherwise: dnstt's server sends 908-byte segments to a client whose own
+// MTU is 134) is a typed error; what is
 // held for the reader (out of order plus in order) is at most receiveBufferLimit segments, and a
 // segment beyond that is neither stored nor acknowledged (the peer sends it again); pending ACKs
 // are capped at pendingAcknowledgementLimit. `frg` is ignored (stream mode: always 0).
@@ -34,11 +37,16 @@ package struct KCPControlBlock {
     let conversation: UInt32
     let mtu: Int
     var mss: Int { mtu - Self.overhead }
-    let sendWindow: UInt32
+    package let sendWindow: UInt32
     let receiveWindow: UInt32
     let interval: UInt32
+    /// The longest segment payload accepted from the peer. Held segments are counted, not bytes,
+    /// so this also bounds what receiveBufferLimit segments can hold.
+    package let maximumIncomingPayload: Int
+    /// Names the sender in error messages.
+    let peer: String
 
-    private(set) var sendUnacknowledged: UInt32 = 0  // snd_una
+    package private(set) var sendUnacknowledged: UInt32 = 0  // snd_una
     private(set) var sendNext: UInt32 = 0            // snd_nxt
     private(set) var receiveNext: UInt32 = 0         // rcv_nxt
     private(set) var remoteWindow: UInt32 = 32       // rmt_wnd (IKCP_WND_RCV until told)
@@ -48,7 +56,7 @@ package struct KCPControlBlock {
     private var probe: UInt8 = 0
     private var probeWait: UInt32 = 0
     private var probeTimestamp: UInt32 = 0
-    private(set) var deadLinkReached = false
+    package private(set) var deadLinkReached = false
 
     private struct Outgoing {
         var segment: KCPSegment
@@ -65,12 +73,16 @@ package struct KCPControlBlock {
     private static let askSend: UInt8 = 1
     private static let askTell: UInt8 = 2
 
-    package init(conversation: UInt32, mtu: Int = KCPSegment.mtu, window: UInt32 = 65535, interval: UInt32 = 10) {
+    /// `maximumIncomingPayload` nil: the MSS (`mtu` − 24), as when both sides share one MTU.
+    package init(conversation: UInt32, mtu: Int = KCPSegment.mtu, window: UInt32 = 65535, interval: UInt32 = 10,
+                 maximumIncomingPayload: Int? = nil, peer: String = "the peer") {
         self.conversation = conversation
         self.mtu = mtu
+        self.maximumIncomingPayload = maximumIncomingPayload ?? (mtu - Self.overhead)
         self.sendWindow = window
         self.receiveWindow = window
         self.interval = max(10, interval)
+        self.peer = peer
     }
 
     /// Segments queued or in flight: a sender backs off when this reaches the send window.
@@ -120,12 +132,14 @@ package struct KCPControlBlock {
     // MARK: input
 
     /// Feeds one packet from the peer.
-    package mutating func input(_ packet: [UInt8], now: UInt32) throws(SnowflakeError) {
-        let segments = try KCPSegment.decodePacket(packet, conversation: conversation)
+    package mutating func input(_ packet: [UInt8], now: UInt32) throws(TurboTunnelError) {
+        let segments = try KCPSegment.decodePacket(packet, conversation: conversation, peer: peer)
         var maxAck: UInt32?
-        for segment in segments where segment.payload.count > mss {
-            throw SnowflakeError(code: .kcpMalformed, kind: .protocolViolation,
-                                 message: "a KCP segment from the snowflake proxy or server carries \(segment.payload.count) bytes, more than the MSS")
+        for segment in segments where segment.payload.count > maximumIncomingPayload {
+            throw TurboTunnelError(code: .kcpMalformed, kind: .protocolViolation,
+                                   message: maximumIncomingPayload == mss
+                                       ? "a KCP segment from \(peer) carries \(segment.payload.count) bytes, more than the MSS"
+                                       : "a KCP segment from \(peer) carries \(segment.payload.count) bytes, more than \(maximumIncomingPayload)")
         }
         for segment in segments {
             remoteWindow = UInt32(segment.window)
@@ -222,12 +236,12 @@ package struct KCPControlBlock {
     }
 
     /// Whether segments are in flight (sent, not yet acknowledged).
-    var hasUnacknowledgedData: Bool { !sendBuffer.isEmpty }
+    package var hasUnacknowledgedData: Bool { !sendBuffer.isEmpty }
 
     /// A new carrier: everything in flight is due again at once, with the RTO and the dead-link
     /// count starting over. Without this, segments whose RTO doubled during the outage would wait
     /// seconds on a path that works.
-    mutating func retransmitEverythingNow(now: UInt32) {
+    package mutating func retransmitEverythingNow(now: UInt32) {
         for index in sendBuffer.indices where sendBuffer[index].transmissions > 0 {
             sendBuffer[index].resendAt = now
             sendBuffer[index].rto = retransmitTimeout
@@ -314,6 +328,6 @@ package struct KCPControlBlock {
 }
 
 /// Signed distance between two wrapping 32-bit counters.
-func timeDiff(_ later: UInt32, _ earlier: UInt32) -> Int32 {
+package func timeDiff(_ later: UInt32, _ earlier: UInt32) -> Int32 {
     Int32(bitPattern: later &- earlier)
 }

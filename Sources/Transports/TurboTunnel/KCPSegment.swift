@@ -1,17 +1,17 @@
-// KCP wire format as kcp-go v5 sends it for snowflake: no FEC header and no encryption, so a packet
-// is one or more bare KCP segments back to back. Every field is little-endian.
+// KCP wire format as kcp-go v5 sends it for snowflake and dnstt: no FEC header and no encryption, so
+// a packet is one or more bare KCP segments back to back. Every field is little-endian.
 //
 //     conv(4) cmd(1) frg(1) wnd(2) ts(4) sn(4) una(4) len(4) data(len)
 //
 //     cmd  81 PUSH (data)   82 ACK   83 WASK (window probe)   84 WINS (window size)
-//     frg  fragment countdown; always 0 in stream mode (snowflake's setting)
+//     frg  fragment countdown; always 0 in stream mode (snowflake's and dnstt's setting)
 //     wnd  receiver's free window, in segments
 //     ts   sender's clock in ms (ACK: the ts of the acknowledged segment)
 //     sn   sequence number (ACK: the acknowledged sn)
 //     una  every sn below this has been received
 //
-// A packet never exceeds the 1400-byte MTU (24-byte header + at most 1376 data bytes for a single
-// segment). kcp-go rejects a packet whose segments name another conv or an unknown cmd, and stops
+// A packet never exceeds the MTU (snowflake: 1400 bytes, so a single segment carries at most 1376 data
+// bytes; dnstt: smaller, and different in each direction). kcp-go rejects a packet whose segments name another conv or an unknown cmd, and stops
 // at a tail shorter than a header; the decoder below does the same.
 //
 // Hostile input: `len` is checked against the bytes present before any slice (a 32-bit length in a
@@ -40,6 +40,7 @@ public struct KCPSegment: Hashable, Sendable {
     }
 
     public static let headerSize = 24
+    /// kcp-go's default MTU (IKCP_MTU_DEF), snowflake's.
     public static let mtu = 1400
 
     public var conversation: UInt32
@@ -85,28 +86,30 @@ public struct KCPSegment: Hashable, Sendable {
     }
 
     /// All segments of one packet. `conversation` nil accepts the first segment's conv (a server
-    /// learning a new session); otherwise every segment must carry it.
-    public static func decodePacket(_ packet: [UInt8], conversation: UInt32? = nil) throws(SnowflakeError) -> [KCPSegment] {
+    /// learning a new session); otherwise every segment must carry it. `peer` names the sender in
+    /// error messages ("the snowflake proxy or server").
+    public static func decodePacket(_ packet: [UInt8], conversation: UInt32? = nil,
+                                    peer: String = "the peer") throws(TurboTunnelError) -> [KCPSegment] {
         var segments: [KCPSegment] = []
         var index = 0
         var expected = conversation
         while packet.count - index >= headerSize {
             let conv = readLE32(packet, index)
             if let expected, expected != conv {
-                throw SnowflakeError(code: .kcpWrongConversation, kind: .protocolViolation,
-                                     message: "the snowflake proxy or server sent a KCP segment of another conversation")
+                throw TurboTunnelError(code: .kcpWrongConversation, kind: .protocolViolation,
+                                       message: "\(peer) sent a KCP segment of another conversation")
             }
             expected = conv
             let command = packet[index + 4]
             guard Command.known.contains(command) else {
-                throw SnowflakeError(code: .kcpMalformed, kind: .protocolViolation,
-                                     message: "the snowflake proxy or server sent a KCP segment with the unknown command \(command)")
+                throw TurboTunnelError(code: .kcpMalformed, kind: .protocolViolation,
+                                       message: "\(peer) sent a KCP segment with the unknown command \(command)")
             }
             let length = Int(readLE32(packet, index + 20))
             let dataStart = index + headerSize
             guard packet.count - dataStart >= length else {
-                throw SnowflakeError(code: .kcpMalformed, kind: .protocolViolation,
-                                     message: "the snowflake proxy or server sent a KCP segment claiming \(length) data bytes in a packet with \(packet.count - dataStart)")
+                throw TurboTunnelError(code: .kcpMalformed, kind: .protocolViolation,
+                                       message: "\(peer) sent a KCP segment claiming \(length) data bytes in a packet with \(packet.count - dataStart)")
             }
             segments.append(KCPSegment(
                 conversation: conv, command: Command(rawValue: command), fragment: packet[index + 5],

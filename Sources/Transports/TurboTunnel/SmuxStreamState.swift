@@ -1,4 +1,4 @@
-// The client side of one smux v2 stream with snowflake's settings: the stream is opened with a SYN
+// The client side of one smux v2 stream with snowflake's (and dnstt's) settings: the stream is opened with a SYN
 // (ID 3, as smux-go's client counter gives it), data goes out in PSH frames of at most 32768 bytes
 // and only within the peer's window (initially 262144 bytes; v2 flow control), received bytes are
 // acknowledged with UPD frames (consumed so far, our 1 MiB window) after the first read and whenever
@@ -36,14 +36,17 @@ package struct SmuxStreamState {
     package private(set) var peerFinished = false
     private(set) var finishQueued = false
     private var lastKeepAlive: UInt32?
+    /// Names the sender in error messages.
+    let peer: String
 
-    package init(streamID: UInt32 = 3, receiveWindow: UInt32 = SmuxStreamState.streamBuffer) {
+    package init(streamID: UInt32 = 3, receiveWindow: UInt32 = SmuxStreamState.streamBuffer, peer: String = "the peer") {
         self.streamID = streamID
         self.receiveWindow = receiveWindow
+        self.peer = peer
     }
 
     /// The SYN that opens the stream.
-    var openFrame: SmuxFrame { SmuxFrame(command: .syn, streamID: streamID) }
+    package var openFrame: SmuxFrame { SmuxFrame(command: .syn, streamID: streamID) }
 
     /// Bytes accepted from the user but not yet sent (window closed).
     package var backlog: Int { pendingOut.count }
@@ -97,14 +100,14 @@ package struct SmuxStreamState {
 
     /// Handles one frame from the peer; returns the data for the user, and frames to send back.
     /// Data beyond the window we granted (streamBuffer unread bytes) is a protocol violation.
-    package mutating func receive(_ frame: SmuxFrame) throws(SnowflakeError) -> (data: [UInt8], replies: [SmuxFrame]) {
+    package mutating func receive(_ frame: SmuxFrame) throws(TurboTunnelError) -> (data: [UInt8], replies: [SmuxFrame]) {
         switch frame.command {
         case .push where frame.streamID == streamID:
             let n = UInt32(frame.payload.count)
             guard n > 0 else { return ([], []) }
             guard unread <= receiveWindow, receiveWindow - unread >= n else {
-                throw SnowflakeError(code: .smuxWindowExceeded, kind: .protocolViolation,
-                                     message: "the snowflake server (or the proxy in between) sent more stream data than the \(receiveWindow)-byte window allows")
+                throw TurboTunnelError(code: .smuxWindowExceeded, kind: .protocolViolation,
+                                       message: "\(peer) sent more stream data than the \(receiveWindow)-byte window allows")
             }
             received &+= n
             return (frame.payload, [])
