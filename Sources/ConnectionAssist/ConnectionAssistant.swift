@@ -128,8 +128,11 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     private var confirmsInFlight: Set<TransportEndpoint> = []
     private var confirmAttempts: [TransportEndpoint: Int] = [:]
     private var diagnosisLog: [String: AssistSnapshot.Diagnosis] = [:]
-    /// At most this many confirm connects per address: one that said nothing may be tried again once.
-    static var confirmLimit: Int { 2 }
+    /// At most this many confirm connects per address, a second apart: one that said nothing
+    /// (mostly Postern's own gate holding it back while a probe or tor's dial to the address is
+    /// open, which sends no packet) is tried again.
+    static var confirmLimit: Int { 8 }
+    private var confirmNotBefore: [TransportEndpoint: Duration] = [:]
     /// Typed dial errors kept per route (the latest).
     static var dialErrorLimit: Int { 16 }
     static var reprobeDelay: Duration { .seconds(2) }
@@ -282,14 +285,16 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
         if let confirm {
             let addresses = RouteEvidence.addresses(of: routes)
             for flow in reports where confirmations[flow.peer] == nil && !confirmsInFlight.contains(flow.peer)
-                && confirmAttempts[flow.peer, default: 0] < Self.confirmLimit {
+                && confirmAttempts[flow.peer, default: 0] < Self.confirmLimit && confirmNotBefore[flow.peer, default: .zero] <= now {
                 guard let key = RouteEvidence.routeKey(of: flow, routes: routes, addresses: addresses, current: current),
                       let route = routes.first(where: { $0.key == key }),
                       RouteEvidence.needsConfirmation(flow, transport: route.transport) else { continue }
                 // A probe confirms its own reset (AssistProbes: ProbeResult.confirmation); that
-                // answer is used, and no second connect is made for it.
-                if flow.origin == .probe {
-                    if let answer = selector.probes[key]?.confirmation { confirmations[flow.peer] = answer }
+                // answer is used, and no second connect is made for it. Without one (its result not
+                // in yet, or held back), ours goes through the gate, which holds it back while the
+                // probe's own connection to the address is open.
+                if flow.origin == .probe, let answer = selector.probes[key]?.confirmation {
+                    confirmations[flow.peer] = answer
                     continue
                 }
                 let peer = flow.peer
@@ -314,7 +319,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
 
     private func confirmed(_ peer: TransportEndpoint, _ answer: CensorReader.Confirmation?) async {
         confirmsInFlight.remove(peer)
-        if let answer { confirmations[peer] = answer }
+        if let answer { confirmations[peer] = answer } else { confirmNotBefore[peer] = now + .seconds(1) }
         guard !applying else { return }
         await diagnose()
     }
