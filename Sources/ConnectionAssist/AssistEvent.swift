@@ -15,4 +15,8 @@ public enum AssistEvent: Sendable, Hashable {
     case connected(AssistRoute, after: Duration)
     /// A probe of this route finished (race strategy).
     case probed(AssistRoute, ProbeResult)
+    /// What the route's connections showed, read as a censor's technique (``CensorReader``); new
+    /// or changed. A diagnosis that rules the route out is followed by its `movedOn` when the
+    /// route was being tried.
+    case diagnosed(AssistRoute, RouteDiagnosis)
 }

@@ -35,7 +35,8 @@ package struct AssistProbes: Sendable {
     /// The pause between two peers of one route.
     var peerSpacing: Duration = .milliseconds(300)
     /// How probes connect: through the process's gate, as probes.
-    var dialer: OutboundDialer = OutboundDialer.direct.labelled(as: .probe)
+    /// The session makes it report to its ledger as probes (``FlowLedger``), gate kept.
+    package var dialer: OutboundDialer = OutboundDialer.direct.labelled(as: .probe)
     /// The limit for a snowflake rendezvous and data channel, as a whole.
     var snowflakeTimeout: Duration = .seconds(20)
     /// Peers probed at once per route.

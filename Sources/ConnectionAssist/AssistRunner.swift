@@ -1,6 +1,7 @@
 import Foundation
 import PosternTor
 import Synchronization
+import TransportBase
 
 /// Connection assist as a session runs it: a `ConnectionAssistant` against the session's tor,
 /// a memory of what worked (in the state directory), and each decision handed to the session as
@@ -37,13 +38,15 @@ package final class AssistRunner: Sendable {
     /// Called with each snapshot (for the status file and stream).
     private let onSnapshot: @Sendable (AssistSnapshot) -> Void
     private let notify: @Sendable (AssistNotice) -> Void
+    /// The session's connections (``FlowLedger``): what ``CensorReader`` reads; nil: none.
+    private let flows: FlowLedger?
 
     /// - Parameters:
     ///   - routeKeys: the option keys a route may set; each route resets them (and the network
     ///     switch) before setting its own.
     ///   - routeOptions: a route's tor options (bridges, transport plugins).
     package init(tor: any TorControlling, stateDirectory: URL, strategy: AssistStrategy = .race, probes: AssistProbes?,
-                 routeKeys: [String], routeOptions: @escaping RouteOptions,
+                 flows: FlowLedger? = nil, routeKeys: [String], routeOptions: @escaping RouteOptions,
                  notify: @escaping @Sendable (AssistNotice) -> Void,
                  onSnapshot: @escaping @Sendable (AssistSnapshot) -> Void) {
         self.tor = tor
@@ -53,6 +56,7 @@ package final class AssistRunner: Sendable {
         self.notify = notify
         self.strategy = strategy
         self.probes = probes
+        self.flows = flows
         self.onSnapshot = onSnapshot
         let memory = AssistMemory.read(in: stateDirectory)
         self.memory = Mutex(memory)
@@ -60,10 +64,14 @@ package final class AssistRunner: Sendable {
     }
 
     /// A transport's failed dial (typed): a failure signal for the route using that transport.
-    package func transportDialFailed(transport: String, code: String, kind: String) {
+    package func transportDialFailed(transport: String, code: String, kind: String, error: TransportError? = nil) {
         guard let assistant = running.withLock({ $0?.assistant }) else { return }
         let signal = ConnectionSignal(source: .transportDial, problem: ConnectionProblem(transportCode: code, kind: kind), peer: nil)
-        Task { await assistant.report(signal, transport: transport) }
+        Task {
+            // The typed error first: a definitive one (an untrusted certificate) ends the route at once.
+            if let error { await assistant.recordDialError(error, transport: transport) }
+            await assistant.report(signal, transport: transport)
+        }
     }
 
     package func start(_ plan: AssistRoutePlan) async {
@@ -76,8 +84,13 @@ package final class AssistRunner: Sendable {
         if let probes {
             probe = { @Sendable route in await probes.probe(route) }
         }
+        // Confirm connects report to the ledger as such (never printed: the address is a bridge's).
+        let confirm: ConnectionAssistant<ContinuousClock>.Confirm? = flows.map { flows in
+            let connect = ConfirmConnect(dialer: OutboundDialer.direct.reporting(to: flows, as: .confirm))
+            return { @Sendable endpoint in await connect(endpoint) }
+        }
         let assistant = ConnectionAssistant(routes: plan.routes, tor: tor, clock: ContinuousClock(), strategy: strategy,
-                                            probe: probe) { route in
+                                            probe: probe, flows: flows, confirm: confirm) { route in
             try await tor.reconfigure(try routeOptions(route) + [try TorOption(Self.networkSwitch, "0")], resetting: managedKeys)
         }
         let updates = await assistant.updates()

@@ -133,7 +133,7 @@ public enum CensorReader {
 
     /// TransportTLS's `tls-certificate-rejected`, or a transport's TLS failure whose reason is a
     /// failed certificate check (webtunnel keeps OpenSSL's words in its message).
-    static func isUntrustedCertificate(_ error: TransportError) -> Bool {
+    public static func isUntrustedCertificate(_ error: TransportError) -> Bool {
         error.code.rawValue == "tls-certificate-rejected" || error.message.contains("certificate verify failed")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PosternTor
+import TransportBase
 
 /// What connection assist is doing, for status files and `--json` output. Holds no bridge data.
 public struct AssistSnapshot: Sendable, Hashable, Codable {
@@ -22,6 +23,29 @@ public struct AssistSnapshot: Sendable, Hashable, Codable {
         public var distinctPeers: Int? = nil
         /// True when the route was passed over without being applied (its probe had failed).
         public var skipped: Bool? = nil
+        /// For diagnosed: the technique (`RouteDiagnosis.Technique`: protocol-block, freeze, ...).
+        public var diagnosis: String? = nil
+    }
+
+    /// What the network did to one route's connections, read as a censor's technique (the
+    /// latest per route). Holds no bridge data: the words never include an address.
+    public struct Diagnosis: Sendable, Hashable, Codable {
+        public var route: RouteName
+        public var routeKey: String
+        /// `RouteDiagnosis.Technique`: protocol-block, freeze, address-block, interception, ...
+        public var technique: String
+        /// "seen" or "likely".
+        public var confidence: String
+        /// What was seen, e.g. "reset 31 ms after our first packet, nothing came back, then the address went silent".
+        public var observed: String
+        /// What it most likely is; empty when no technique is named.
+        public var meaning: String
+        /// Transports that should pass it here.
+        public var passes: [String]
+        /// True when the route cannot work here.
+        public var rulesOutRoute: Bool
+        /// The whole line: observed, meaning, what would pass.
+        public var summary: String
     }
 
     /// One probe of one route (race strategy).
@@ -54,6 +78,8 @@ public struct AssistSnapshot: Sendable, Hashable, Codable {
     public var strategy: AssistStrategy? = nil
     /// Probe results, oldest first (at most the last 50).
     public var probes: [Probe]? = nil
+    /// The latest diagnosis per route, in route order; nil when there is none.
+    public var diagnoses: [Diagnosis]? = nil
 }
 
 /// Drives a `RouteSelector` against a running tor (`TorControlling`: `TorManager`, or a stand-in): feeds it tor's bootstrap reports and
@@ -69,6 +95,8 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     public typealias Apply = @Sendable (AssistRoute) async throws -> Void
     /// Probes one route: touches only the route's own addresses, bounded in time.
     public typealias RouteProbe = @Sendable (AssistRoute) async -> ProbeResult
+    /// A SYN-only connect to an address (``ConfirmConnect``); nil when it said nothing.
+    public typealias Confirm = @Sendable (TransportEndpoint) async -> CensorReader.Confirmation?
 
     private var selector: RouteSelector
     private let tor: any TorControlling
@@ -90,6 +118,23 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     private var reprobeDue: [String: Duration] = [:]
     private var reprobeCount: [String: Int] = [:]
     private var reprobeCycle = 0
+    /// Where the session's connections are reported (tor's dials through the in-process
+    /// transports, probes, confirm connects); nil: no diagnosis from flows.
+    private let flows: FlowLedger?
+    /// The SYN-only connect after a reset or silence right after the first packet.
+    private let confirm: Confirm?
+    private var dialErrors: [String: [TransportError]] = [:]
+    private var confirmations: [TransportEndpoint: CensorReader.Confirmation] = [:]
+    private var confirmsInFlight: Set<TransportEndpoint> = []
+    private var confirmAttempts: [TransportEndpoint: Int] = [:]
+    private var diagnosisLog: [String: AssistSnapshot.Diagnosis] = [:]
+    /// At most this many confirm connects per address, a second apart: one that said nothing
+    /// (mostly Postern's own gate holding it back while a probe or tor's dial to the address is
+    /// open, which sends no packet) is tried again.
+    static var confirmLimit: Int { 8 }
+    private var confirmNotBefore: [TransportEndpoint: Duration] = [:]
+    /// Typed dial errors kept per route (the latest).
+    static var dialErrorLimit: Int { 16 }
     static var reprobeDelay: Duration { .seconds(2) }
     static var reprobeLimit: Int { 3 }
 
@@ -99,7 +144,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     public init(routes: [AssistRoute], tor: any TorControlling, clock: C, backoff: RouteSelector.Backoff = .standard,
                 tickInterval: Duration = .milliseconds(250), strategy: AssistStrategy = .sequential,
                 judge: FailureJudge = FailureJudge(), probe: RouteProbe? = nil, probeConcurrency: Int = 3,
-                apply: @escaping Apply) {
+                flows: FlowLedger? = nil, confirm: Confirm? = nil, apply: @escaping Apply) {
         selector = RouteSelector(routes: routes, backoff: backoff, strategy: strategy, judge: judge)
         self.tor = tor
         self.clock = clock
@@ -108,6 +153,8 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
         self.apply = apply
         self.probe = strategy == .race ? probe : nil
         self.probeConcurrency = max(1, probeConcurrency)
+        self.flows = flows
+        self.confirm = confirm
     }
 
     /// Every update from now on (each one carries the full snapshot).
@@ -149,6 +196,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
             do { try await clock.sleep(for: tickInterval) } catch { break }
             if !applying {
                 await handle(selector.tick(at: now))
+                await diagnose()
             }
         }
         for task in probesInFlight.values { task.cancel() }
@@ -163,6 +211,21 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
         guard !applying else { return }
         if let transport, selector.currentRoute?.transport?.rawValue != transport { return }
         await handle(selector.observe(signal: signal, at: now))
+    }
+
+    /// A transport's typed dial error for tor (a rejected certificate is seen only here): evidence
+    /// for the route using that transport, the current one when it does. Read at once, so that a
+    /// definitive error ends the route without waiting for the next tick.
+    public func recordDialError(_ error: TransportError, transport: String) async {
+        let route = selector.currentRoute?.transport?.rawValue == transport ? selector.currentRoute
+            : selector.routes.first { $0.transport?.rawValue == transport }
+        guard let route else { return }
+        var errors = dialErrors[route.key, default: []]
+        errors.append(error)
+        if errors.count > Self.dialErrorLimit { errors.removeFirst(errors.count - Self.dialErrorLimit) }
+        dialErrors[route.key] = errors
+        guard !applying else { return }
+        await diagnose()
     }
 
     /// New routes from changed settings.
@@ -209,6 +272,56 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
             }
             if !deferred.isEmpty { recheckIfStale() }
         }
+    }
+
+    /// Reads every route's evidence (``RouteEvidence``, ``CensorReader``) and hands each diagnosis
+    /// to the selector, which reports what is new and leaves a route that cannot work; starts the
+    /// confirm connects the protocol-block rule needs.
+    private func diagnose() async {
+        guard flows != nil || !dialErrors.isEmpty else { return }
+        let reports = (flows?.finishedFlows() ?? []) + (flows?.openFlows() ?? [])
+        let routes = selector.routes
+        let current = selector.currentRoute
+        if let confirm {
+            let addresses = RouteEvidence.addresses(of: routes)
+            for flow in reports where confirmations[flow.peer] == nil && !confirmsInFlight.contains(flow.peer)
+                && confirmAttempts[flow.peer, default: 0] < Self.confirmLimit && confirmNotBefore[flow.peer, default: .zero] <= now {
+                guard let key = RouteEvidence.routeKey(of: flow, routes: routes, addresses: addresses, current: current),
+                      let route = routes.first(where: { $0.key == key }),
+                      RouteEvidence.needsConfirmation(flow, transport: route.transport) else { continue }
+                // A probe confirms its own reset (AssistProbes: ProbeResult.confirmation); that
+                // answer is used, and no second connect is made for it. Without one (its result not
+                // in yet, or held back), ours goes through the gate, which holds it back while the
+                // probe's own connection to the address is open.
+                if flow.origin == .probe, let answer = selector.probes[key]?.confirmation {
+                    confirmations[flow.peer] = answer
+                    continue
+                }
+                let peer = flow.peer
+                confirmsInFlight.insert(peer)
+                confirmAttempts[peer, default: 0] += 1
+                Task { [weak self] in
+                    let answer = await confirm(peer)
+                    await self?.confirmed(peer, answer)
+                }
+            }
+        }
+        let passed = Set(selector.probes.filter { $0.value.outcome == .passed }.map(\.key))
+        var connected: String?
+        if case .connected = selector.phase { connected = current?.key }
+        let evidence = RouteEvidence.assemble(routes: routes, current: current, flows: reports, dialErrors: dialErrors,
+                                              confirmations: confirmations, probesPassed: passed, connectedRoute: connected)
+        for route in routes {
+            guard let evidence = evidence[route.key], let diagnosis = CensorReader.diagnose(evidence) else { continue }
+            await handle(selector.observe(diagnosis: diagnosis, route: route, at: now))
+        }
+    }
+
+    private func confirmed(_ peer: TransportEndpoint, _ answer: CensorReader.Confirmation?) async {
+        confirmsInFlight.remove(peer)
+        if let answer { confirmations[peer] = answer } else { confirmNotBefore[peer] = now + .seconds(1) }
+        guard !applying else { return }
+        await diagnose()
     }
 
     /// Starts probes for routes not yet probed in this pass, at most `probeConcurrency` at once;
@@ -280,6 +393,11 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
                 lastChoice[choice.route.key] = choice.reason
             case .probed:
                 break
+            case .diagnosed(let route, let diagnosis):
+                diagnosisLog[route.key] = AssistSnapshot.Diagnosis(
+                    route: route.name, routeKey: route.key, technique: diagnosis.technique.rawValue,
+                    confidence: diagnosis.confidence.rawValue, observed: diagnosis.observed, meaning: diagnosis.meaning,
+                    passes: diagnosis.passes.map(\.rawValue), rulesOutRoute: diagnosis.rulesOutRoute, summary: diagnosis.description)
             case .trying(let route, _, _, let cycle):
                 attempts.append(.init(route: route.name, routeKey: route.key, outcome: "trying", reason: nil, cycle: cycle,
                                       choice: lastChoice[route.key]?.rawValue))
@@ -287,7 +405,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
                 if failure.skipped {
                     attempts.append(.init(route: failure.route.name, routeKey: failure.route.key, outcome: "moved-on",
                                           reason: failure.description, cycle: selector.cycle, reasonCode: failure.reason.rawValue,
-                                          skipped: true))
+                                          skipped: true, diagnosis: failure.diagnosis?.technique.rawValue))
                 } else if let index = attempts.lastIndex(where: { $0.routeKey == failure.route.key && $0.outcome == "trying" }) {
                     attempts[index].outcome = "moved-on"
                     attempts[index].reason = failure.description
@@ -297,6 +415,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
                         attempts[index].failures = failure.failures
                         attempts[index].distinctPeers = failure.distinctPeers
                     }
+                    attempts[index].diagnosis = failure.diagnosis?.technique.rawValue
                 }
             case .connected(let route, _):
                 if let index = attempts.lastIndex(where: { $0.routeKey == route.key }) {
@@ -326,7 +445,8 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
                               order: selector.routes.map(\.name), orderKeys: selector.routes.map(\.key),
                               cycle: selector.cycle, allFailed: selector.allFailed, retryInSeconds: retry,
                               lastMove: selector.lastFailure.map { "\($0.route.label): \($0)" }, attempts: attempts,
-                              strategy: selector.strategy, probes: probe == nil ? nil : probeLog)
+                              strategy: selector.strategy, probes: probe == nil ? nil : probeLog,
+                              diagnoses: diagnosisLog.isEmpty ? nil : selector.routes.compactMap { diagnosisLog[$0.key] })
     }
 
     private func publish(_ events: [AssistEvent]) {

@@ -12,16 +12,33 @@ public struct RouteChoice: Sendable, Hashable, CustomStringConvertible {
         public static let nextInOrder = Reason(rawValue: "next-in-order")
         /// The settings added it.
         public static let newInSettings = Reason(rawValue: "new-in-settings")
+        /// It should pass what was diagnosed on a route left before.
+        public static let passesDiagnosis = Reason(rawValue: "passes-diagnosis")
     }
     public let route: AssistRoute
     public let reason: Reason
     public let probe: ProbeResult?
+    /// For passesDiagnosis: the diagnosis and the route it was made on.
+    public var diagnosis: RouteDiagnosis? = nil
+    public var diagnosedRoute: AssistRoute? = nil
+
+    public init(route: AssistRoute, reason: Reason, probe: ProbeResult?, diagnosis: RouteDiagnosis? = nil,
+                diagnosedRoute: AssistRoute? = nil) {
+        self.route = route
+        self.reason = reason
+        self.probe = probe
+        self.diagnosis = diagnosis
+        self.diagnosedRoute = diagnosedRoute
+    }
 
     public var description: String {
         switch reason {
         case .probePassed: return "its probe \(probe?.summary ?? "passed")"
         case .firstInOrder: return "it is first in the order"
         case .newInSettings: return "the settings added it"
+        case .passesDiagnosis:
+            let technique = diagnosis?.technique.words ?? "block"
+            return "it should pass the \(technique)" + (diagnosedRoute.map { " seen on \($0.label)" } ?? "")
         default: return "it is next in the order"
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import PosternLinkSpec
 
 /// What ``CensorReader`` concluded for one route: the technique it most likely faces (or none it can
@@ -28,7 +29,19 @@ public struct RouteDiagnosis: Sendable, Hashable, CustomStringConvertible {
         public static let nothingAnswers = Technique(rawValue: "nothing-answers")
         /// A reset after the first packet, but the address still answers: not enough to name a cause.
         public static let inconclusive = Technique(rawValue: "inconclusive")
+
+        /// For people: "protocol block", "freeze", ...
+        public var words: String {
+            switch self {
+            case .refusedEverywhere: return "refused everywhere"
+            default: return rawValue.replacingOccurrences(of: "-", with: " ")
+            }
+        }
     }
+
+    /// How long a diagnosis that rules its route out holds on this network: a detector's block of
+    /// an ip:port lasts about 180 s (Wu et al., USENIX Security 2023), so a little longer.
+    public static let holds: Duration = .seconds(200)
 
     /// "seen" when two or more independent observations agree, "likely" otherwise: the strongest
     /// word the reader uses.
@@ -60,6 +73,10 @@ public struct RouteDiagnosis: Sendable, Hashable, CustomStringConvertible {
         self.passes = passes
         self.rulesOutRoute = rulesOutRoute
     }
+
+    /// Whether `transport` (nil: direct, which speaks tor's TLS as vanilla bridges do) should pass
+    /// the technique.
+    public func passes(_ transport: TransportName?) -> Bool { passes.contains(transport ?? .vanilla) }
 
     /// One line: what was seen, what it most likely is, what would pass.
     public var description: String {

@@ -17,6 +17,9 @@ public struct RouteFailure: Sendable, Hashable, CustomStringConvertible {
         public static let connectionsFailing = Reason(rawValue: "connections-failing")
         /// The route's probe failed while another route's probe passed.
         public static let probeFailed = Reason(rawValue: "probe-failed")
+        /// What the network did to the route's connections says it cannot work here
+        /// (``CensorReader``: a protocol block, a freeze, an untrusted certificate, ...).
+        public static let diagnosed = Reason(rawValue: "diagnosed")
         public var description: String { rawValue }
     }
 
@@ -36,10 +39,12 @@ public struct RouteFailure: Sendable, Hashable, CustomStringConvertible {
     /// being applied to tor at all (its probe failed before its turn).
     public var probe: ProbeResult?
     public var skipped = false
+    /// For diagnosed: what the route's connections showed.
+    public var diagnosis: RouteDiagnosis?
 
     public init(route: AssistRoute, reason: Reason, progress: Int, tag: String, duration: Duration, detail: String?,
                 problem: ConnectionProblem? = nil, failures: Int = 0, distinctPeers: Int = 0, probe: ProbeResult? = nil,
-                skipped: Bool = false) {
+                skipped: Bool = false, diagnosis: RouteDiagnosis? = nil) {
         self.route = route
         self.reason = reason
         self.progress = progress
@@ -51,6 +56,7 @@ public struct RouteFailure: Sendable, Hashable, CustomStringConvertible {
         self.distinctPeers = distinctPeers
         self.probe = probe
         self.skipped = skipped
+        self.diagnosis = diagnosis
     }
 
     /// "stalled at 10% "conn_done" for 30 s", "ceiling of 45 s reached at 50% "requesting_descriptors"".
@@ -66,6 +72,9 @@ public struct RouteFailure: Sendable, Hashable, CustomStringConvertible {
         case .probeFailed:
             let what = "probe \(probe?.summary ?? "failed") while another route's probe passed"
             return skipped ? "not tried: \(what)" : "\(what), after \(duration.wholeOrFractionalSeconds) s at \(at)"
+        case .diagnosed:
+            let what = "diagnosed: \(diagnosis?.technique.words ?? "cannot work here")"
+            return skipped ? "not tried: \(what)" : "\(what), after \(duration.wholeOrFractionalSeconds) s"
         default: return "left after \(duration.wholeOrFractionalSeconds) s: \(detail ?? reason.rawValue)"
         }
     }

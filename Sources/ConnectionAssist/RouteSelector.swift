@@ -45,6 +45,9 @@ public struct RouteSelector: Sendable {
     public private(set) var probesRunning: Set<String> = []
     /// When each of this pass's probe results came in.
     private var probeTimes: [String: Duration] = [:]
+    /// The latest diagnosis per route key and when it was made; kept across passes, since it
+    /// describes this network (one that rules its route out holds for ``RouteDiagnosis/holds``).
+    public private(set) var diagnoses: [String: (diagnosis: RouteDiagnosis, at: Duration)] = [:]
 
     private var started: Duration = .zero
     private var attemptStart: Duration = .zero
@@ -140,6 +143,38 @@ public struct RouteSelector: Sendable {
                                           duration: now - attemptStart, detail: nil, probe: probes[current.key]), at: now)
         }
         return events
+    }
+
+    /// What ``CensorReader`` read from `route`'s connections. A new or changed diagnosis is
+    /// reported (`diagnosed`); one that rules the route out leaves it at once when it is being tried
+    /// (race strategy; the sequential strategy only reports it), and passes it over later in the
+    /// pass. The routes that should pass the technique go next.
+    public mutating func observe(diagnosis: RouteDiagnosis, route: AssistRoute, at now: Duration) -> [AssistEvent] {
+        guard routes.contains(where: { $0.key == route.key }) else { return [] }
+        // The same conclusion with other numbers is not news.
+        if let known = diagnoses[route.key]?.diagnosis, known.technique == diagnosis.technique, known.confidence == diagnosis.confidence,
+           known.rulesOutRoute == diagnosis.rulesOutRoute, let at = diagnoses[route.key]?.at, now - at < RouteDiagnosis.holds { return [] }
+        diagnoses[route.key] = (diagnosis, now)
+        var events: [AssistEvent] = [.diagnosed(route, diagnosis)]
+        guard strategy == .race, diagnosis.rulesOutRoute, case .trying = phase, let current = currentRoute, current.key == route.key else {
+            return events
+        }
+        events += moveOn(RouteFailure(route: current, reason: .diagnosed, progress: progress, tag: tag, duration: now - attemptStart,
+                                      detail: nil, diagnosis: diagnosis), at: now)
+        return events
+    }
+
+    /// The diagnosis that rules `key`'s route out now, if any.
+    private func rulingOut(_ key: String, at now: Duration) -> RouteDiagnosis? {
+        guard strategy == .race, let known = diagnoses[key], known.diagnosis.rulesOutRoute, now - known.at < RouteDiagnosis.holds else { return nil }
+        return known.diagnosis
+    }
+
+    /// The most recent diagnosis still holding that names transports which would pass, and its route.
+    private func guidingDiagnosis(at now: Duration) -> (route: AssistRoute, diagnosis: RouteDiagnosis)? {
+        let holding = diagnoses.filter { $0.value.diagnosis.rulesOutRoute && !$0.value.diagnosis.passes.isEmpty && now - $0.value.at < RouteDiagnosis.holds }
+        guard let latest = holding.max(by: { $0.value.at < $1.value.at }), let route = routes.first(where: { $0.key == latest.key }) else { return nil }
+        return (route, latest.value.diagnosis)
     }
 
     /// Checks the current route's ceiling and no-progress window, and the end of a backoff.
@@ -258,10 +293,21 @@ public struct RouteSelector: Sendable {
             phase = .idle
             return []
         }
-        return tryRoute(at: 0, now: now, why: .firstInOrder)
+        guard rulingOut(routes[0].key, at: now) != nil else { return tryRoute(at: 0, now: now, why: .firstInOrder) }
+        // The first route is still ruled out on this network: go where the diagnosis points (race
+        // only, so nextRoute looks at every route whatever the current one).
+        let next = nextRoute(at: now)
+        var events: [AssistEvent] = failuresThisPass.map { .movedOn($0) }
+        if let next { return events + tryRoute(at: next.index, now: now, why: next.why, guide: next.guide) }
+        failedPasses += 1
+        let delay = backoff.delay(afterFailedPasses: failedPasses)
+        phase = .waiting(until: now + delay)
+        events.append(.allFailed(failuresThisPass, retryIn: delay))
+        return events
     }
 
-    private mutating func tryRoute(at index: Int, now: Duration, why: RouteChoice.Reason) -> [AssistEvent] {
+    private mutating func tryRoute(at index: Int, now: Duration, why: RouteChoice.Reason,
+                                   guide: (route: AssistRoute, diagnosis: RouteDiagnosis)? = nil) -> [AssistEvent] {
         currentIndex = index
         phase = .trying
         attemptStart = now
@@ -271,17 +317,35 @@ public struct RouteSelector: Sendable {
         let route = routes[index]
         doneThisPass.insert(route.key)
         triedKeys.append(route.key)
-        return [.chose(RouteChoice(route: route, reason: why, probe: probes[route.key])),
+        return [.chose(RouteChoice(route: route, reason: why, probe: probes[route.key], diagnosis: guide?.diagnosis, diagnosedRoute: guide?.route)),
                 .trying(route, position: index + 1, count: routes.count, cycle: cycle)]
     }
 
     /// The next route to apply: with the race strategy the first (in order) whose probe passed,
     /// else the next in order; routes whose probe failed while another passed are passed over
     /// (and recorded as failures of this pass).
-    private mutating func nextRoute(at now: Duration) -> (index: Int, why: RouteChoice.Reason)? {
+    private mutating func nextRoute(at now: Duration) -> (index: Int, why: RouteChoice.Reason,
+                                                        guide: (route: AssistRoute, diagnosis: RouteDiagnosis)?)? {
+        // Routes a diagnosis rules out are passed over (and recorded as failures of this pass).
+        for route in routes where !doneThisPass.contains(route.key) {
+            guard let diagnosis = rulingOut(route.key, at: now) else { continue }
+            doneThisPass.insert(route.key)
+            failuresThisPass.append(RouteFailure(route: route, reason: .diagnosed, progress: progress, tag: tag, duration: .zero,
+                                                 detail: nil, skipped: true, diagnosis: diagnosis))
+        }
+        // Then the routes that should pass what was diagnosed, those whose probe passed first.
+        if strategy == .race, let guide = guidingDiagnosis(at: now) {
+            let passing = routes.indices.filter { index in
+                let route = routes[index]
+                return !doneThisPass.contains(route.key) && !looksFailed(route.key) && guide.diagnosis.passes(route.transport)
+            }
+            if let index = passing.first(where: { probes[routes[$0].key]?.outcome == .passed }) ?? passing.first {
+                return (index, .passesDiagnosis, guide)
+            }
+        }
         if strategy == .race {
             if let passed = routes.indices.first(where: { !doneThisPass.contains(routes[$0].key) && probes[routes[$0].key]?.outcome == .passed }) {
-                return (passed, .probePassed)
+                return (passed, .probePassed, nil)
             }
         }
         let from = (currentIndex ?? -1) + 1
@@ -295,7 +359,7 @@ public struct RouteSelector: Sendable {
                 failuresThisPass.append(failure)
                 continue
             }
-            return (index, .nextInOrder)
+            return (index, .nextInOrder, nil)
         }
         return nil
     }
@@ -308,7 +372,7 @@ public struct RouteSelector: Sendable {
         let next = nextRoute(at: now)
         for skipped in failuresThisPass[skippedBefore...] { events.append(.movedOn(skipped)) }
         if let next {
-            return events + tryRoute(at: next.index, now: now, why: next.why)
+            return events + tryRoute(at: next.index, now: now, why: next.why, guide: next.guide)
         }
         failedPasses += 1
         let delay = backoff.delay(afterFailedPasses: failedPasses)

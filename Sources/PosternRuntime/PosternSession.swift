@@ -57,10 +57,26 @@ public final class PosternSession: Sendable {
         let socks: SocksEndpoint
         let statusFile: URL?
         let startedAt = ContinuousClock.now
+        /// Definitive failures of a fixed route (their message), for ``waitForFailure()``.
+        let definitiveFailures: AsyncStream<String>
+        private let definitiveFailure: AsyncStream<String>.Continuation
+        private let definitiveSeen = Mutex(false)
         init(socks: SocksEndpoint, statusFile: URL?) {
             self.socks = socks
             self.statusFile = statusFile
+            (definitiveFailures, definitiveFailure) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(1))
         }
+
+        /// A fixed route cannot work (said once): warns and ends ``waitForFailure()``.
+        /// True the first time.
+        func failDefinitively(_ message: String) -> Bool {
+            guard definitiveSeen.withLock({ seen in defer { seen = true }; return !seen }) else { return false }
+            emit(.warning(SessionWarning(.routeCannotWork, message)))
+            definitiveFailure.yield(message)
+            return true
+        }
+
+        func endDefinitiveFailures() { definitiveFailure.finish() }
 
         func emit(_ event: SessionEvent) {
             state.withLock { for continuation in $0.subscribers.values { continuation.yield(event) } }
@@ -91,11 +107,24 @@ public final class PosternSession: Sendable {
         // Dial failures go to connection assist once it exists; the sink is made first.
         let assistBox = Mutex<AssistRunner?>(nil)
         let emitBox = Mutex<(@Sendable (SessionEvent) -> Void)?>(nil)
+        // Every connection the in-process transports open for tor, and assist's probes and
+        // confirm connects: what connection assist reads the censor from (bridge addresses are
+        // compared there, never printed).
+        let flows = FlowLedger()
         let host = TransportHost(registry: registry, events: TransportEventSink { event in
             eventLog?.transport(event)
             if event.kind == .dialFailed, let assist = assistBox.withLock({ $0 }) {
                 assist.transportDialFailed(transport: event.transport.rawValue, code: event.error?.code.rawValue ?? "",
-                                           kind: event.error?.kind.rawValue ?? "")
+                                           kind: event.error?.kind.rawValue ?? "", error: event.error)
+            }
+            // On a fixed route nothing else will be tried: a certificate that was not trusted will
+            // not become trusted by waiting, so the run ends now with the reason (an A/B trial's
+            // child run among them) instead of letting tor retry for its whole window.
+            if event.kind == .dialFailed, let error = event.error, CensorReader.isUntrustedCertificate(error),
+               shared.state.withLock({ $0.mode?.fixedPlan != nil }) {
+                let message = "the \(event.transport) bridge's certificate was not trusted (a censor in the middle, or a wrong pin): "
+                    + "this route cannot work here; stopping"
+                if shared.failDefinitively(message) { eventLog?.failed(code: SessionWarning.Code.routeCannotWork.rawValue, message: message) }
             }
             // A dial cut short because its listener was stopped (connection assist moving on) is
             // not a problem worth reporting.
@@ -103,15 +132,16 @@ public final class PosternSession: Sendable {
             if (event.severity == .error || event.severity == .warning) && !cutShort {
                 emitBox.withLock { $0 }?(.transportProblem(event))
             }
-        })
+        }, flows: flows)
         transportHost = host
         source = SettingsSource(settings: settings, transports: host)
-        let probes = options.assistStrategy == .race ? try? AssistProbes(torOptions: options.torOptions) : nil
+        var probes = options.assistStrategy == .race ? try? AssistProbes(torOptions: options.torOptions) : nil
+        if let dialer = probes?.dialer { probes?.dialer = dialer.reporting(to: flows, as: .probe) }
         let tor = tor
         let emit: @Sendable (SessionEvent) -> Void = { event in shared.emit(event) }
         emitBox.withLock { $0 = emit }
         let settingsSource = source
-        assist = AssistRunner(tor: tor, stateDirectory: source.stateDirectory, strategy: options.assistStrategy, probes: probes,
+        assist = AssistRunner(tor: tor, stateDirectory: source.stateDirectory, strategy: options.assistStrategy, probes: probes, flows: flows,
                               routeKeys: RoutePlan.managedKeys, routeOptions: { route in try settingsSource.plan(for: route).options },
                               notify: { notice in Self.relay(notice, eventLog: eventLog, emit: emit) }) { snapshot in
             shared.state.withLock {
@@ -187,8 +217,22 @@ public final class PosternSession: Sendable {
 
     /// Waits until tor fails on its own (true), or the session stops (false).
     public func waitForFailure() async -> Bool {
-        for await status in await tor.statusUpdates() where status.state == .failed { return true }
-        return false
+        let tor = tor
+        let definitive = shared.definitiveFailures
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await status in await tor.statusUpdates() where status.state == .failed { return true }
+                return false
+            }
+            // A fixed route that cannot work (``SessionWarning/Code/routeCannotWork``).
+            group.addTask {
+                for await _ in definitive { return true }
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
     }
 
     /// Serves a started session until `stop` returns (false) or tor fails on its own (true), the
@@ -311,6 +355,7 @@ public final class PosternSession: Sendable {
             return Array(state.subscribers.values)
         }
         for continuation in subscribers { continuation.finish() }
+        shared.endDefinitiveFailures()
     }
 
     private func emit(_ event: SessionEvent) { shared.emit(event) }

@@ -79,12 +79,18 @@ package final class RunEventLog: Sendable {
                                            "ms": .double(result.milliseconds)]
             if let problem = result.problem { fields["problem"] = .string(problem.rawValue) }
             write("assist-probe", fields)
+        case .diagnosed(let route, let diagnosis):
+            write("assist-diagnosis", ["route": .string(route.key), "technique": .string(diagnosis.technique.rawValue),
+                                       "confidence": .string(diagnosis.confidence.rawValue), "observed": .string(diagnosis.observed),
+                                       "passes": .string(diagnosis.passes.map(\.rawValue).joined(separator: ",")),
+                                       "rulesOutRoute": .int(diagnosis.rulesOutRoute ? 1 : 0)])
         case .chose(let choice):
             write("assist-choose", ["route": .string(choice.route.key), "choice": .string(choice.reason.rawValue)])
         case .movedOn(let failure):
             var fields: [String: Field] = ["route": .string(failure.route.key), "reason": .string(failure.reason.rawValue),
                                            "skipped": .int(failure.skipped ? 1 : 0)]
             if let problem = failure.problem ?? failure.probe?.problem { fields["problem"] = .string(problem.rawValue) }
+            if let diagnosis = failure.diagnosis { fields["technique"] = .string(diagnosis.technique.rawValue) }
             if failure.reason == .connectionsFailing {
                 fields["failures"] = .int(failure.failures)
                 fields["peers"] = .int(failure.distinctPeers)
@@ -133,6 +139,12 @@ package final class RunEventLog: Sendable {
             if let error = status.lastError { fields["code"] = .string(error.code.description) }
             write("failed", fields)
         }
+    }
+
+    /// The run failed for a reason of its own, not tor's (a fixed route that cannot work): an A/B
+    /// trial's harness reads this record and ends the trial at once.
+    func failed(code: String, message: String) {
+        write("failed", ["code": .string(code), "message": .string(message)])
     }
 
     func stopped() { write("stopped", [:]) }

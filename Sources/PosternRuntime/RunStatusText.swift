@@ -40,6 +40,7 @@ extension AssistSnapshot {
         }
         lines.append("route order: \(order.map(\.rawValue).joined(separator: ", "))")
         if let lastMove { lines.append("last move: \(lastMove)") }
+        for diagnosis in diagnoses ?? [] { lines.append("diagnosis: \(diagnosis.route): \(diagnosis.summary)") }
         return lines
     }
 }

@@ -20,15 +20,38 @@ extension AssistEvent {
             if racing { line += ", sooner on failing connections or a failed probe" }
             return line
         case .chose(let choice):
-            guard choice.reason == .probePassed else { return nil }
+            guard choice.reason == .probePassed || choice.reason == .passesDiagnosis else { return nil }
             return "connection assist: choosing \(choice.route.label): \(choice)"
         case .probed(let route, let result):
             return "probe \(route.label): \(result.summary)"
         case .movedOn(let failure):
             return failure.skipped ? "passing over \(failure.route.label): \(failure)" : "moving on from \(failure.route.label): \(failure)"
+        case .diagnosed(let route, let diagnosis):
+            return "diagnosis \(route.label): \(diagnosis)"
         case .allFailed(let failures, let retryIn):
-            let reasons = failures.map { "\($0.route.label): \($0)" }.joined(separator: "; ")
-            var line = "stalled: every route failed (\(reasons)); trying them all again in \(retryIn.seconds.formatted()) s"
+            let reasons = failures.map { failure in
+                guard let diagnosis = failure.diagnosis else { return "\(failure.route.label): \(failure)" }
+                return "\(failure.route.label): \(diagnosis.technique.words), \(diagnosis.confidence)"
+            }.joined(separator: "; ")
+            var line = "stalled: every route failed (\(reasons))"
+            // The verdict: transports that should pass what was diagnosed and that no route here uses.
+            let diagnosed = failures.compactMap(\.diagnosis).filter(\.rulesOutRoute)
+            if !diagnosed.isEmpty {
+                let used = Set(failures.map { $0.route.transport ?? .vanilla })
+                var missing: [String] = []
+                for diagnosis in diagnosed {
+                    for transport in diagnosis.passes where !used.contains(transport) && !missing.contains(transport.rawValue) {
+                        missing.append(transport.rawValue)
+                    }
+                }
+                if diagnosed.count == failures.count {
+                    line += "; none of your routes can pass it here"
+                }
+                if !missing.isEmpty {
+                    line += "; would pass: \(missing.joined(separator: ", ")) bridges ('postern bridges add')"
+                }
+            }
+            line += "; trying them all again in \(retryIn.seconds.formatted()) s"
             if let last = failures.last { line += " (tor keeps trying \(last.route.label) meanwhile)" }
             return line
         case .connected(let route, let after):

@@ -12,6 +12,10 @@ public struct SessionWarning: Sendable, Hashable, CustomStringConvertible {
         public static let cannotUpdateAssistMemory = Code("cannot-update-assist-memory")
         /// Changed settings could not be applied; the session keeps the previous ones.
         public static let settingsNotApplied = Code("settings-not-applied")
+        /// A fixed route (no connection assist) met an error that cannot change by waiting (a
+        /// certificate that was not trusted): the session reports it and ``PosternSession/serve(until:reloadRequested:)``
+        /// returns as for a failure, rather than let tor retry the route for its whole window.
+        public static let routeCannotWork = Code("route-cannot-work")
     }
 
     /// What went wrong.

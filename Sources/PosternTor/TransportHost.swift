@@ -16,10 +16,14 @@ public final class TransportHost: Sendable {
     private let listeners = Mutex<[String: PTSocksServer]>([:])
     /// The admitted bridges per transport, applied to listeners started later too.
     private let admitted = Mutex<[String: [SocksAdmission.Bridge]]>([:])
+    /// Where every connection the transports open for tor is reported, tagged with the transport
+    /// (``FlowOrigin/transport(_:)``); nil reports nothing.
+    private let flows: FlowLedger?
 
-    public init(registry: TransportRegistry, events: TransportEventSink = .discard) {
+    public init(registry: TransportRegistry, events: TransportEventSink = .discard, flows: FlowLedger? = nil) {
         self.registry = registry
         self.events = events
+        self.flows = flows
     }
 
     /// The transports this build offers.
@@ -44,7 +48,8 @@ public final class TransportHost: Sendable {
             for (name, transport) in transports where running[name] == nil {
                 let allowed = admitted.withLock { $0[name] ?? [] }
                 do {
-                    running[name] = try PTSocksServer(transport: transport, events: events,
+                    let dialer = flows.map { OutboundDialer.direct.reporting(to: $0, as: .transport(transport.name)) } ?? .direct
+                    running[name] = try PTSocksServer(transport: transport, events: events, dialer: dialer,
                                                       admission: .restricted(to: allowed))
                 } catch {
                     return .failure(TorCoreError(.invalidConfiguration, "cannot start the \(name) listener: \(error)"))

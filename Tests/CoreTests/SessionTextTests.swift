@@ -38,6 +38,25 @@ import TransportBase
             == "connection assist: connected via bridges (obfs4, built-in) after 12.3 s; it goes first next time")
     }
 
+    /// Issue 22: the diagnosis line, the choice it guides, the move it causes and the verdict that
+    /// names what would pass.
+    @Test func diagnosesHaveTheirLinesAndTheVerdictNamesWhatWouldPass() {
+        let obfs4 = AssistRoute(transport: .obfs4, origin: .commandLine, bridges: [], limits: .obfs4Default)
+        let webtunnel = AssistRoute(transport: .webtunnel, origin: .commandLine, bridges: [], limits: .obfs4Default)
+        let diagnosis = RouteDiagnosis(technique: .protocolBlock, confidence: .likely,
+                                       observed: "reset 31 ms after our first packet, nothing came back, then the address went silent",
+                                       meaning: "most likely a block of the obfs4 protocol (fully-encrypted-traffic detection)",
+                                       passes: [.vanilla, .snowflake, .webtunnel], rulesOutRoute: true)
+        #expect(AssistEvent.diagnosed(obfs4, diagnosis).line(racing: true)
+            == "diagnosis bridges (obfs4, command line): reset 31 ms after our first packet, nothing came back, then the address went silent: most likely a block of the obfs4 protocol (fully-encrypted-traffic detection); would pass: vanilla, snowflake, webtunnel")
+        #expect(AssistEvent.chose(RouteChoice(route: webtunnel, reason: .passesDiagnosis, probe: nil, diagnosis: diagnosis, diagnosedRoute: obfs4)).line(racing: true)
+            == "connection assist: choosing bridges (webtunnel, command line): it should pass the protocol block seen on bridges (obfs4, command line)")
+        let left = RouteFailure(route: obfs4, reason: .diagnosed, progress: 5, tag: "conn", duration: .milliseconds(3200), detail: nil, diagnosis: diagnosis)
+        #expect(AssistEvent.movedOn(left).line(racing: true) == "moving on from bridges (obfs4, command line): diagnosed: protocol block, after 3.2 s")
+        #expect(AssistEvent.allFailed([left], retryIn: .seconds(5)).line(racing: true)
+            == "stalled: every route failed (bridges (obfs4, command line): protocol block, likely); none of your routes can pass it here; would pass: vanilla, snowflake, webtunnel bridges ('postern bridges add'); trying them all again in 5 s (tor keeps trying bridges (obfs4, command line) meanwhile)")
+    }
+
     @Test func settingsChangesSayWhatChangedThenTheirNotes() {
         #expect(SettingsChange.nowConnectionAssist.lines
             == ["settings changed: now connection assist; applied to the running tor without a restart"])

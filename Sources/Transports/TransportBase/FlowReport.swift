@@ -1,3 +1,5 @@
+import PosternLinkSpec
+
 /// Who opened a connection: connection assist weighs tor's own dials, its probes and the health
 /// check differently, and never counts a connection it closed itself as the censor's doing.
 public struct FlowOrigin: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -7,6 +9,18 @@ public struct FlowOrigin: RawRepresentable, Hashable, Sendable, CustomStringConv
 
     /// A transport dialling a bridge for tor.
     public static let transport = FlowOrigin(rawValue: "transport")
+    /// `name`'s transport dialling a bridge for tor: the tag tells connection assist which route a
+    /// flow belongs to where the address cannot (a webtunnel bridge's line holds a placeholder).
+    public static func transport(_ name: TransportName) -> FlowOrigin { FlowOrigin(rawValue: "transport:\(name.rawValue)") }
+
+    /// The transport of a tagged tor dial (``transport(_:)``); nil for any other origin.
+    public var transportName: TransportName? {
+        guard rawValue.hasPrefix("transport:") else { return nil }
+        return TransportName(String(rawValue.dropFirst("transport:".count)))
+    }
+
+    /// A dial for tor, tagged or not.
+    public var isTransportDial: Bool { self == .transport || transportName != nil }
     /// Connection assist's probe of a route.
     public static let probe = FlowOrigin(rawValue: "probe")
     /// A connect that only checks whether an address still answers after a suspicious failure.

@@ -70,7 +70,10 @@ public struct WebtunnelTransport: PluggableTransport {
             return connection
         } catch {
             let reason = (error as? TransportError)?.description ?? "unexpected error"
-            events.emit(TransportEvent(kind: .dialFailed, severity: .warning, transport: name, message: reason))
+            // The typed error too: connection assist reads a rejected certificate from it, and a
+            // fixed route ends on it at once.
+            events.emit(TransportEvent(kind: .dialFailed, severity: .warning, transport: name, message: reason,
+                                       error: error as? TransportError))
             throw error
         }
     }
