@@ -107,6 +107,11 @@ func runWebtunnelBenchmark(rounds: Int, handshakes: Int, firstBytes: Int, megaby
         // One unmeasured dial each: first-use setup (NSS's init, the trust store) is not a dial's cost.
         for client in clients { _ = try await webtunnelDial(client, target: target, arguments: arguments) }
         for _ in 0..<handshakes {
+            // Spaced past EndpointGate's pace (2 new connections per ip:port, refilled 2 per second,
+            // issue #22's "small footprint"): back to back, a HEAD dial would wait ~500 ms for its
+            // turn and the figure would be the gate's, not the dial's (492 ms against b024030's 7 ms
+            // in the first run). The baseline has no gate and gets the same spacing.
+            try await Task.sleep(for: .milliseconds(550))
             for client in clients {
                 let cpuBefore = client.child.cpuSeconds
                 let milliseconds = try await webtunnelDial(client, target: target, arguments: arguments)
