@@ -22,6 +22,7 @@ extension BridgeHealth {
         /// The download's rate in kbit/s.
         public var kilobitsPerSecond: Int?
 
+        /// A transfer's result: `verdict` and `detail` with the figures measured (nil: not measured).
         public init(verdict: String, detail: String, milliseconds: Double, bootstrapMilliseconds: Double? = nil,
                     bridgeBytes: Int? = nil, frozeAfterBytes: Int? = nil, downloadedBytes: Int? = nil, kilobitsPerSecond: Int? = nil) {
             self.verdict = verdict
