@@ -177,7 +177,7 @@ let package = Package(
         .testTarget(name: "BridgeQRTests", dependencies: ["BridgeQR", "PosternLinkSpec", "BridgeConfig"], path: "Tests/BridgeQRTests"),
         .testTarget(name: "TrialAnalysisTests", dependencies: ["TrialAnalysis"], path: "Tests/TrialAnalysisTests"),
         // Results, report (rendered by rsvg-convert), OONI schema, merge; no network.
-        .testTarget(name: "PosternTrialsTests", dependencies: ["PosternTrials", "PosternLinkSpec", "BridgeConfig", "PosternTestSupport"], path: "Tests/PosternTrialsTests",
+        .testTarget(name: "PosternTrialsTests", dependencies: ["PosternTrials", "PosternLinkSpec", "BridgeConfig", "PosternTestSupport", "TransportBase"], path: "Tests/PosternTrialsTests",
                     exclude: ["Schemas"]),
         .testTarget(name: "IntegrationTests", dependencies: ["PosternTor", "ConnectionAssist", "PosternRuntime", "PosternAppLayer", "PosternLinkSpec", "BridgeConfig", "TransportBase",
                                                              "Obfs4Transport", "PosternTestSupport",
