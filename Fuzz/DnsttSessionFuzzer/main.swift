@@ -62,7 +62,7 @@ final class Server {
         outgoing += kcp.flush(now: now)
         var packets: [[UInt8]] = []
         var size = 0
-        while let next = outgoing.first, size + next.count + 2 <= 932 {
+        while let next = outgoing.first, size + next.count + 2 <= 1_200 {
             packets.append(outgoing.removeFirst())
             size += next.count + 2
         }

@@ -30,7 +30,7 @@ final class DnsttServerDouble {
         publicKey = responder.staticPublicKey
     }
 
-    /// Answers one query (wire format) with whatever packets are waiting, up to 900 payload bytes.
+    /// Answers one query (wire format) with whatever packets are waiting, up to 1200 payload bytes (a 932-byte KCP packet and its length fit).
     func answer(_ query: [UInt8], now: UInt32) throws -> [UInt8] {
         let message = try DnsMessage(decoding: query)
         let name = message.questions[0].name
@@ -46,7 +46,7 @@ final class DnsttServerDouble {
         try pump(now: now)
         var packets: [[UInt8]] = []
         var size = 0
-        while let next = outgoing.first, size + next.count + 2 <= 900 {
+        while let next = outgoing.first, size + next.count + 2 <= 1_200 {
             packets.append(outgoing.removeFirst())
             size += next.count + 2
         }
