@@ -42,7 +42,9 @@ package struct DnsttSessionCore {
     /// ours only about 130, so the inbound cap is separate from our MSS.
     package static let maximumIncomingPayload = 4096
     /// No KCP data from the server for this long ends the session (smux's 2-min keepalive timeout,
-    /// which the server applies too; it sends a NOP every 10 s).
+    /// which the server applies too; it sends a NOP every 10 s). A server that falls silent
+    /// usually meets the send stall first: our own NOP, 10 s after the last one, stays
+    /// unacknowledged, so the stall ends the session about 70 s after the silence began.
     package static let silenceLimitMs: UInt32 = 120_000
     /// Data waiting without progress (nothing acknowledged, no smux window opening) for this long
     /// ends the session, as in SnowflakeSession.
