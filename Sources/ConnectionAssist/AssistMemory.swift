@@ -18,6 +18,10 @@ public struct AssistMemory: Sendable, Hashable, Codable {
     public static let halfLife: TimeInterval = 7 * 86_400
     /// At most this many networks are kept (the least recently used go).
     public static let maximumNetworks = 32
+    /// How long a remembered diagnosis steers the next runs on its network: a detector or a freeze
+    /// is the network's policy, not one connection's bad luck, but policies change; after a day the
+    /// route is tried in its usual place again (and diagnosed again if it still cannot work).
+    public static let diagnosisLifetime: TimeInterval = 86_400
 
     public struct RouteRecord: Sendable, Hashable, Codable {
         /// Decayed count of successes and failures, as of `updated`.
@@ -31,6 +35,9 @@ public struct AssistMemory: Sendable, Hashable, Codable {
     public struct Network: Sendable, Hashable, Codable {
         public var routes: [String: RouteRecord]
         public var used: Date
+        /// Diagnoses that ruled their route out on this network, by route key (absent in files
+        /// written before they were kept).
+        public var diagnoses: [String: RememberedDiagnosis]? = nil
     }
 
     public var version = 1
@@ -81,6 +88,30 @@ public struct AssistMemory: Sendable, Hashable, Codable {
             record.successes += 1
             record.secondsToReady = record.secondsToReady.map { $0 * 0.5 + secondsToReady * 0.5 } ?? secondsToReady
         }
+        // It worked here: whatever ruled it out no longer holds.
+        networks[network]?.diagnoses?[routeKey] = nil
+    }
+
+    /// Keeps a diagnosis that rules its route out (others are not kept: they steer nothing).
+    public mutating func recordDiagnosis(_ diagnosis: RouteDiagnosis, routeKey: String, network: String, now: Date = Date()) {
+        guard diagnosis.rulesOutRoute else { return }
+        var slot = networks[network] ?? Network(routes: [:], used: now)
+        var kept = (slot.diagnoses ?? [:]).filter { now.timeIntervalSince($0.value.at) < Self.diagnosisLifetime }
+        // Bounded like the routes: at most 64 per network.
+        guard kept[routeKey] != nil || kept.count < 64 else { return }
+        kept[routeKey] = RememberedDiagnosis(diagnosis, at: now)
+        slot.diagnoses = kept
+        slot.used = now
+        networks[network] = slot
+        if networks.count > Self.maximumNetworks, let oldest = networks.min(by: { $0.value.used < $1.value.used })?.key {
+            networks[oldest] = nil
+        }
+    }
+
+    /// This network's remembered diagnoses younger than ``diagnosisLifetime``, by route key (one
+    /// dated in the future, a clock set back, counts as made now).
+    public func diagnoses(network: String, now: Date = Date()) -> [String: RememberedDiagnosis] {
+        (networks[network]?.diagnoses ?? [:]).filter { now.timeIntervalSince($0.value.at) < Self.diagnosisLifetime }
     }
 
     public mutating func recordFailure(_ routeKey: String, network: String, now: Date = Date()) {

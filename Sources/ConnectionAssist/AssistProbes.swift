@@ -119,22 +119,10 @@ package struct AssistProbes: Sendable {
     }
 
     /// A SYN-only confirm connect to `endpoint` (connect, then close without sending a byte: a
-    /// censor that judges first packets has nothing to judge): answered, refused or silent; nil
-    /// when Postern's gate held it back or it failed otherwise (no evidence).
+    /// censor that judges first packets has nothing to judge): ``ConfirmConnect``'s answer (a
+    /// silent address is paused in the gate); nil when the gate held it back.
     func confirm(_ endpoint: TransportEndpoint) async -> CensorReader.Confirmation? {
-        do {
-            let socket = try await OutboundDialer.direct.gated(by: dialer.gate).labelled(as: .confirm).connect(to: endpoint, timeout: connectTimeout)
-            socket.close()
-            return .answered
-        } catch let error as TransportError {
-            switch error.code {
-            case .connectionRefused: return .refused
-            case .timedOut: return .silent
-            default: return nil
-            }
-        } catch {
-            return nil
-        }
+        await ConfirmConnect(dialer: OutboundDialer.direct.gated(by: dialer.gate).labelled(as: .confirm), timeout: connectTimeout)(endpoint)
     }
 
     /// Probes `peers` in order, ``peerSpacing`` apart, until one answers; the outcomes of those

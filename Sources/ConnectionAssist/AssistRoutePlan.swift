@@ -10,6 +10,10 @@ public struct AssistRoutePlan: Sendable, Hashable {
     public let notes: [String]
     /// True when the remembered last good route was moved to the front.
     public let lastGoodFirst: Bool
+    /// Diagnoses this network's memory keeps for routes of the plan, by route key: those routes
+    /// go last, and the runner hands the diagnoses to the selector (which skips a route while its
+    /// diagnosis still holds).
+    public let remembered: [String: RememberedDiagnosis]
 
     /// - Parameters:
     ///   - yours: the user's enabled bridges (or `--bridge` lines, with `includeDirect` false).
@@ -59,12 +63,35 @@ public struct AssistRoutePlan: Sendable, Hashable {
                 movedFirst = true
             }
         }
+        var remembered = memory?.diagnoses(network: network, now: now) ?? [:]
+        remembered = remembered.filter { entry in routes.contains { $0.key == entry.key } }
+        // A route a diagnosis ruled out here is never the last good one to put first.
+        if let key = lastGood, remembered[key] != nil {
+            lastGood = nil
+            movedFirst = false
+        }
         if let lastGood, let index = routes.firstIndex(where: { $0.key == lastGood }), index > 0 {
             routes.insert(routes.remove(at: index), at: 0)
             movedFirst = true
         }
+        // Routes ruled out on this network go last (in their order), and the user is told why.
+        let ruledOut = routes.filter { remembered[$0.key] != nil }
+        routes = routes.filter { remembered[$0.key] == nil } + ruledOut
+        for route in ruledOut {
+            guard let diagnosis = remembered[route.key] else { continue }
+            notes.append("\(route.label) goes last: on this network \(Self.ago(diagnosis.at, now: now)) ago, \(diagnosis.diagnosis)")
+        }
         self.routes = routes
         self.notes = notes
+        self.remembered = remembered
         lastGoodFirst = movedFirst || (lastGood != nil && routes.first?.key == lastGood)
+    }
+
+    /// "40 s", "12 min", "3 h": how long ago, for a note.
+    static func ago(_ then: Date, now: Date) -> String {
+        let seconds = max(0, Int(now.timeIntervalSince(then)))
+        if seconds < 120 { return "\(seconds) s" }
+        if seconds < 7_200 { return "\(seconds / 60) min" }
+        return "\(seconds / 3_600) h"
     }
 }

@@ -90,7 +90,7 @@ package final class AssistRunner: Sendable {
             return { @Sendable endpoint in await connect(endpoint) }
         }
         let assistant = ConnectionAssistant(routes: plan.routes, tor: tor, clock: ContinuousClock(), strategy: strategy,
-                                            probe: probe, flows: flows, confirm: confirm) { route in
+                                            probe: probe, flows: flows, confirm: confirm, remembered: plan.remembered) { route in
             try await tor.reconfigure(try routeOptions(route) + [try TorOption(Self.networkSwitch, "0")], resetting: managedKeys)
         }
         let updates = await assistant.updates()
@@ -134,6 +134,10 @@ package final class AssistRunner: Sendable {
                 }
                 let seconds = (ContinuousClock.now - started).seconds
                 memory.withLock { $0.recordSuccess(route.key, network: network, secondsToReady: seconds) }
+                memoryChanged = true
+            case .diagnosed(let route, let diagnosis) where diagnosis.rulesOutRoute:
+                // Kept for the next runs on this network (AssistMemory, RememberedDiagnosis).
+                memory.withLock { $0.recordDiagnosis(diagnosis, routeKey: route.key, network: network) }
                 memoryChanged = true
             case .movedOn(let failure) where failure.reason != .settingsChanged && failure.reason != .unavailable:
                 memory.withLock { $0.recordFailure(failure.route.key, network: network) }

@@ -29,6 +29,21 @@ public enum CensorReader {
         public static let answered = Confirmation(rawValue: "answered")
         public static let silent = Confirmation(rawValue: "silent")
         public static let refused = Confirmation(rawValue: "refused")
+        /// The connect left but failed otherwise (unreachable, ...): no evidence either way, and
+        /// not tried again (each try is a SYN the censor counts).
+        public static let failed = Confirmation(rawValue: "failed")
+
+        /// What a confirm connect's outcome says; nil when no packet left (Postern's gate held it
+        /// back, or it was cancelled before it connected): only then may it be tried again.
+        public static func of(_ error: any Error) -> Confirmation? {
+            guard let error = error as? TransportError else { return .failed }
+            switch error.code {
+            case .timedOut: return .silent
+            case .connectionRefused: return .refused
+            case .heldBack, .endpointBusy, .cancelled: return nil
+            default: return .failed
+            }
+        }
     }
 
     /// What one route's connections showed.

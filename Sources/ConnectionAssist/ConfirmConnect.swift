@@ -19,21 +19,21 @@ public struct ConfirmConnect: Sendable {
         self.timeout = timeout
     }
 
-    /// answered / silent / refused; nil when the connect said neither (no route, or Postern itself
-    /// did not send it), which is no evidence.
+    /// answered / silent / refused / failed; nil only when no packet left (the gate held it back:
+    /// a probe's or tor's connection to the address is open, or it is paused), so that the caller
+    /// may try again without adding a SYN to the censor's count. A silent address is paused in the
+    /// gate for ``RouteDiagnosis/holds``: a detector's block lasts about 180 s, and tor's redials
+    /// into it would only be more connections the censor counts (issue #22: at most 2 to a
+    /// protocol-blocked bridge).
     public func callAsFunction(_ endpoint: TransportEndpoint) async -> CensorReader.Confirmation? {
         do {
             let socket = try await dialer.connect(to: endpoint, timeout: timeout)
             socket.close()
             return .answered
-        } catch let error as TransportError {
-            switch error.code {
-            case .timedOut: return .silent
-            case .connectionRefused: return .refused
-            default: return nil
-            }
         } catch {
-            return nil
+            let answer = CensorReader.Confirmation.of(error)
+            if answer == .silent { dialer.gate?.hold(endpoint, for: RouteDiagnosis.holds) }
+            return answer
         }
     }
 }

@@ -46,6 +46,8 @@ public struct AssistSnapshot: Sendable, Hashable, Codable {
         public var rulesOutRoute: Bool
         /// The whole line: observed, meaning, what would pass.
         public var summary: String
+        /// True when an earlier run on this network made it (``AssistMemory``); nil otherwise.
+        public var remembered: Bool? = nil
     }
 
     /// One probe of one route (race strategy).
@@ -128,9 +130,10 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     private var confirmsInFlight: Set<TransportEndpoint> = []
     private var confirmAttempts: [TransportEndpoint: Int] = [:]
     private var diagnosisLog: [String: AssistSnapshot.Diagnosis] = [:]
-    /// At most this many confirm connects per address, a second apart: one that said nothing
-    /// (mostly Postern's own gate holding it back while a probe or tor's dial to the address is
-    /// open, which sends no packet) is tried again.
+    /// At most this many confirm connects per address, a second apart: only one that sent no packet
+    /// (Postern's own gate held it back while a probe or tor's dial to the address was open) is
+    /// tried again; one that left is answered (``CensorReader/Confirmation/of(_:)``), so at most one
+    /// SYN per address comes from here.
     static var confirmLimit: Int { 8 }
     private var confirmNotBefore: [TransportEndpoint: Duration] = [:]
     /// Typed dial errors kept per route (the latest).
@@ -144,8 +147,20 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     public init(routes: [AssistRoute], tor: any TorControlling, clock: C, backoff: RouteSelector.Backoff = .standard,
                 tickInterval: Duration = .milliseconds(250), strategy: AssistStrategy = .sequential,
                 judge: FailureJudge = FailureJudge(), probe: RouteProbe? = nil, probeConcurrency: Int = 3,
-                flows: FlowLedger? = nil, confirm: Confirm? = nil, apply: @escaping Apply) {
+                flows: FlowLedger? = nil, confirm: Confirm? = nil, remembered: [String: RememberedDiagnosis] = [:],
+                wallClock: Date = Date(), apply: @escaping Apply) {
         selector = RouteSelector(routes: routes, backoff: backoff, strategy: strategy, judge: judge)
+        // Diagnoses of earlier runs on this network: the selector skips their routes while they hold.
+        for (key, kept) in remembered.sorted(by: { $0.key < $1.key }) {
+            guard let route = routes.first(where: { $0.key == key }) else { continue }
+            let age = max(0, wallClock.timeIntervalSince(kept.at))
+            let diagnosis = kept.diagnosis
+            selector.remember(diagnosis, forKey: key, at: .zero - .milliseconds(Int64(min(age, 1e9) * 1000)))
+            diagnosisLog[key] = AssistSnapshot.Diagnosis(
+                route: route.name, routeKey: key, technique: diagnosis.technique.rawValue, confidence: diagnosis.confidence.rawValue,
+                observed: diagnosis.observed, meaning: diagnosis.meaning, passes: diagnosis.passes.map(\.rawValue),
+                rulesOutRoute: true, summary: diagnosis.description, remembered: true)
+        }
         self.tor = tor
         self.clock = clock
         origin = clock.now
@@ -284,19 +299,23 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
         let current = selector.currentRoute
         if let confirm {
             let addresses = RouteEvidence.addresses(of: routes)
+            // A probe confirms its own reset (AssistProbes: ProbeResult.confirmation); that answer
+            // is the address's, whichever flow to it needs one: taken first, so that no second
+            // connect is made for tor's dial to the same address.
+            for flow in reports where flow.origin == .probe && confirmations[flow.peer] == nil {
+                guard let key = RouteEvidence.routeKey(of: flow, routes: routes, addresses: addresses, current: current),
+                      let answer = selector.probes[key]?.confirmation else { continue }
+                confirmations[flow.peer] = answer
+            }
             for flow in reports where confirmations[flow.peer] == nil && !confirmsInFlight.contains(flow.peer)
                 && confirmAttempts[flow.peer, default: 0] < Self.confirmLimit && confirmNotBefore[flow.peer, default: .zero] <= now {
                 guard let key = RouteEvidence.routeKey(of: flow, routes: routes, addresses: addresses, current: current),
                       let route = routes.first(where: { $0.key == key }),
                       RouteEvidence.needsConfirmation(flow, transport: route.transport) else { continue }
-                // A probe confirms its own reset (AssistProbes: ProbeResult.confirmation); that
-                // answer is used, and no second connect is made for it. Without one (its result not
-                // in yet, or held back), ours goes through the gate, which holds it back while the
-                // probe's own connection to the address is open.
-                if flow.origin == .probe, let answer = selector.probes[key]?.confirmation {
-                    confirmations[flow.peer] = answer
-                    continue
-                }
+                // Without the probe's answer (its result not in yet, or held back), ours goes through
+                // the gate, which holds it back while the probe's own connection to the address is
+                // open (no packet: nil, tried again a second later). Any answer that cost a SYN is
+                // kept, so at most one confirm SYN per address leaves from here.
                 let peer = flow.peer
                 confirmsInFlight.insert(peer)
                 confirmAttempts[peer, default: 0] += 1
@@ -340,8 +359,8 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
             reprobeDue = [:]
             reprobeCount = [:]
         }
-        let due = reprobeDue.filter { $0.value <= now }.map(\.key).sorted()
-        for key in selector.unprobedKeys + due where probesInFlight.count < probeConcurrency {
+        let due = reprobeDue.filter { $0.value <= now && !selector.rulesOut($0.key, at: now) }.map(\.key).sorted()
+        for key in selector.unprobedKeys(at: now) + due where probesInFlight.count < probeConcurrency {
             reprobeDue[key] = nil
             let inFlightKey = "\(cycle)|\(key)"
             guard probesInFlight[inFlightKey] == nil, let route = selector.routes.first(where: { $0.key == key }) else { continue }

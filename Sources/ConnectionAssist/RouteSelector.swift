@@ -250,6 +250,23 @@ public struct RouteSelector: Sendable {
         strategy == .race ? routes.map(\.key).filter { probes[$0] == nil } : []
     }
 
+    /// ``unprobedKeys`` without the routes a diagnosis rules out at `now`: a probe of one would
+    /// only add to the censor's evidence (issue #22, "no probe of a route the diagnosis has ruled out").
+    public func unprobedKeys(at now: Duration) -> [String] {
+        unprobedKeys.filter { !rulesOut($0, at: now) }
+    }
+
+    /// True while a diagnosis rules `key`'s route out (race strategy).
+    public func rulesOut(_ key: String, at now: Duration) -> Bool { rulingOut(key, at: now) != nil }
+
+    /// A diagnosis an earlier run made on this network (``AssistMemory``), `at` before this run's
+    /// origin (a negative time): not reported again; it rules its route out while it holds
+    /// (``RouteDiagnosis/holds`` from when it was made), and guides the choice like one of this run.
+    public mutating func remember(_ diagnosis: RouteDiagnosis, forKey key: String, at: Duration) {
+        guard routes.contains(where: { $0.key == key }), diagnoses[key] == nil else { return }
+        diagnoses[key] = (diagnosis, at)
+    }
+
     // MARK: Internals
 
     /// True when a route not yet left in this pass, ahead in the order of every route whose probe
