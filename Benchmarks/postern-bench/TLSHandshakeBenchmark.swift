@@ -72,26 +72,71 @@ final class OpenSSLHandshakeClient {
 }
 
 enum TLSHandshakeClient: CaseIterable {
-    case nssFirefoxESR, nssRandomizedALPN, openSSL
+    case nssFirefoxESR, nssRandomizedALPN, nssRandomizedNoALPN, openSSL
+
+    /// The clients the comparison run measures (randomized-noalpn, webtunnel's default, only alone).
+    static let compared: [TLSHandshakeClient] = [.nssFirefoxESR, .nssRandomizedALPN, .openSSL]
 
     var label: String {
         switch self {
         case .nssFirefoxESR: "postern firefox-esr"
         case .nssRandomizedALPN: "postern randomized-alpn"
+        case .nssRandomizedNoALPN: "postern randomized-noalpn"
         case .openSSL: "openssl default"
+        }
+    }
+
+    /// The name `--only` takes.
+    var shortName: String {
+        switch self {
+        case .nssFirefoxESR: "firefox-esr"
+        case .nssRandomizedALPN: "randomized-alpn"
+        case .nssRandomizedNoALPN: "randomized-noalpn"
+        case .openSSL: "openssl"
+        }
+    }
+
+    var profile: BrowserTLSProfile? {
+        switch self {
+        case .nssFirefoxESR: .firefoxESR
+        case .nssRandomizedALPN: .randomizedALPN
+        case .nssRandomizedNoALPN: .randomizedNoALPN
+        case .openSSL: nil
         }
     }
 }
 
-func runTLSHandshakeBenchmark(handshakes: Int, rounds: Int) async throws {
-    let certificates = try await TestCertificates.make()
-    defer { certificates.remove() }
-    // -www: s_server answers one connection at a time and goes back to accept when a client leaves.
-    let server = try OpenSSLServer(certificates: certificates, arguments: ["-www", "-alpn", "h2,http/1.1"])
-    defer { server.stop() }
-    let port = try await server.port()
+/// `only`: one client alone, its handshakes back to back and no comparison (for counting a
+/// handshake's instructions: `valgrind --tool=callgrind` or `perf stat -e instructions:u` over two
+/// runs with different `handshakes`, the difference divided by theirs; docs/PERFORMANCE.md).
+func runTLSHandshakeBenchmark(handshakes: Int, rounds: Int, only: TLSHandshakeClient? = nil) async throws {
+    // With `only`, POSTERN_BENCH_TLS_PORT and POSTERN_BENCH_TLS_CA name a server already running
+    // on 127.0.0.1 (valgrind cannot start the openssl processes: scripts/tls-instructions.sh).
+    let environment = ProcessInfo.processInfo.environment
+    let external = only == nil ? nil : environment["POSTERN_BENCH_TLS_PORT"].flatMap { UInt16($0) }.flatMap { port in
+        environment["POSTERN_BENCH_TLS_CA"].map { (port: port, caFile: $0) }
+    }
+    var certificates: TestCertificates?
+    var server: OpenSSLServer?
+    defer {
+        server?.stop()
+        certificates?.remove()
+    }
+    let port: UInt16
+    let caFile: String
+    if let external {
+        (port, caFile) = (external.port, external.caFile)
+    } else {
+        let made = try await TestCertificates.make()
+        certificates = made
+        // -www: s_server answers one connection at a time and goes back to accept when a client leaves.
+        let started = try OpenSSLServer(certificates: made, arguments: ["-www", "-alpn", "h2,http/1.1"])
+        server = started
+        port = try await started.port()
+        caFile = made.caFile
+    }
     let endpoint = try TransportEndpoint(parsing: "127.0.0.1:\(port)")
-    let openSSL = try OpenSSLHandshakeClient(caFile: certificates.caFile)
+    let openSSL = try OpenSSLHandshakeClient(caFile: caFile)
 
     /// Wall and process CPU milliseconds of one sample.
     func once(_ client: TLSHandshakeClient) async throws -> (wall: Double, cpu: Double) {
@@ -100,12 +145,12 @@ func runTLSHandshakeBenchmark(handshakes: Int, rounds: Int) async throws {
         switch client {
         case .openSSL:
             try openSSL.handshake(port: port, serverName: TestCertificates.serverName)
-        case .nssFirefoxESR, .nssRandomizedALPN:
-            let profile: BrowserTLSProfile = client == .nssFirefoxESR ? .firefoxESR : .randomizedALPN
+        case .nssFirefoxESR, .nssRandomizedALPN, .nssRandomizedNoALPN:
+            let profile = client.profile ?? .firefoxESR
             let socket = try await TCPSocket.connect(to: endpoint, timeout: .seconds(10))
             do {
                 let stream = try await BrowserTLSStream.handshake(over: socket, configuration: BrowserTLSConfiguration(
-                    serverName: TestCertificates.serverName, profile: profile, caFile: certificates.caFile, handshakeTimeout: .seconds(10)))
+                    serverName: TestCertificates.serverName, profile: profile, caFile: caFile, handshakeTimeout: .seconds(10)))
                 stream.close()
             } catch {
                 socket.close()
@@ -115,9 +160,16 @@ func runTLSHandshakeBenchmark(handshakes: Int, rounds: Int) async throws {
         return (seconds(ContinuousClock.now - started) * 1000, (processCPUSeconds() - cpuStarted) * 1000)
     }
 
+    if let only {
+        _ = try await once(only)  // unmeasured: one-time setup
+        var cpu = 0.0
+        for _ in 0..<handshakes * rounds { cpu += try await once(only).cpu }
+        print("RESULT tls \(only.shortName) alone: \(handshakes * rounds) handshakes, CPU ms per handshake \(format(cpu / Double(handshakes * rounds), 3))")
+        return
+    }
     print("TLS handshake benchmark: \(handshakes) handshakes per client per round, \(rounds) round(s)")
     print("server: openssl s_server on 127.0.0.1 (\(String(cString: OpenSSL_version(OPENSSL_VERSION)))), P-256 certificate from a test CA; each sample = TCP connect + full handshake, verified, then close")
-    let clients = TLSHandshakeClient.allCases
+    let clients = TLSHandshakeClient.compared
     // One unmeasured handshake each: NSS's and OpenSSL's one-time setup is not a handshake's cost.
     for client in clients { _ = try await once(client) }
     var samples: [TLSHandshakeClient: [Double]] = [:]

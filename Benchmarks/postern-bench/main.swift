@@ -338,9 +338,19 @@ case "snowflake":
         exit(1)
     }
 case "tls":
-    let options = positiveOptions(Array(arguments.dropFirst()), defaults: ["--handshakes": 200, "--rounds": 3])
+    var words = Array(arguments.dropFirst())
+    var only: TLSHandshakeClient?
+    if let at = words.firstIndex(of: "--only") {
+        guard at + 1 < words.count, let client = TLSHandshakeClient.allCases.first(where: { $0.shortName == words[at + 1] }) else {
+            FileHandle.standardError.write(Data("postern-bench: --only takes one of \(TLSHandshakeClient.allCases.map(\.shortName).joined(separator: ", "))\n".utf8))
+            exit(64)
+        }
+        only = client
+        words.removeSubrange(at...at + 1)
+    }
+    let options = positiveOptions(words, defaults: ["--handshakes": 200, "--rounds": 3])
     do {
-        try await runTLSHandshakeBenchmark(handshakes: options["--handshakes"]!, rounds: options["--rounds"]!)
+        try await runTLSHandshakeBenchmark(handshakes: options["--handshakes"]!, rounds: options["--rounds"]!, only: only)
     } catch {
         FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
         exit(1)
@@ -362,7 +372,7 @@ case "assist":
         exit(1)
     }
 case "--help", "-h", "help":
-    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory   (inside the test bed)\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench tls [--handshakes N] [--rounds N]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]   (inside the test bed; POSTERN_BINARY, POSTERN_BASELINE)\n       postern-bench assist   (inside the test bed: scripts/bench-assist.sh)")
+    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory   (inside the test bed)\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench tls [--handshakes N] [--rounds N] [--only firefox-esr|randomized-alpn|randomized-noalpn|openssl]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]   (inside the test bed; POSTERN_BINARY, POSTERN_BASELINE)\n       postern-bench assist   (inside the test bed: scripts/bench-assist.sh)")
 default:
     FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n       postern-bench tls [--handshakes N] [--rounds N]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]\n       postern-bench assist\n".utf8))
     exit(64)

@@ -1,3 +1,5 @@
+import Foundation
+import PosternTestSupport
 import Testing
 @testable import TransportTLS
 
@@ -42,5 +44,33 @@ import Testing
         #expect(cache.contains(key("host\(VerifiedChainCache.capacity + 9).postern.test"), now: now + .seconds(1)))
         cache.insert(key(chain: [UInt8](repeating: 7, count: VerifiedChainCache.chainByteLimit + 1)), now: now)
         #expect(!cache.contains(key(chain: [UInt8](repeating: 7, count: VerifiedChainCache.chainByteLimit + 1)), now: now))
+    }
+
+    /// ServerCertificateVerifier reads a chain into a buffer of the cache's limit first and only a
+    /// larger chain into the largest one: a 20 kB leaf must still be read whole and verify.
+    @Test func aChainLargerThanTheFirstBufferIsReadAgainAndVerifies() async throws {
+        let certificates = try await TestCertificates.make()
+        defer { certificates.remove() }
+        // The leaf issued again by the same CA with 850 more DNS names (about 23 bytes each).
+        let directory = certificates.directory
+        func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+        let names = (0..<850).map { ",DNS:name-\($0).\(TestCertificates.serverName)" }.joined()
+        try "subjectAltName=DNS:\(TestCertificates.serverName),IP:127.0.0.1\(names)\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n"
+            .write(toFile: path("large.ext"), atomically: true, encoding: .utf8)
+        let issued = try await ProcessRunner.run(URL(fileURLWithPath: "/usr/bin/openssl"), [
+            "x509", "-req", "-in", path("leaf.csr"), "-CA", path("ca.pem"), "-CAkey", path("ca.key"),
+            "-set_serial", "\(UInt64.random(in: 2...UInt64(Int64.max)))", "-days", "1", "-extfile", path("large.ext"), "-out", path("leaf.pem")])
+        try #require(issued.status == 0)
+        let pem = try String(contentsOfFile: certificates.certificateFile, encoding: .utf8)
+        let base64 = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        let der = try #require(Data(base64Encoded: base64))
+        #expect(der.count > VerifiedChainCache.chainByteLimit)
+        #expect(der.count < ServerCertificateVerifier.chainByteLimit)
+        let server = try OpenSSLServer(certificates: certificates, arguments: ["-www"])
+        defer { server.stop() }
+        let (stream, _) = try await handshake(port: try await server.port(),
+                                              BrowserTLSConfiguration(serverName: TestCertificates.serverName, caFile: certificates.caFile))
+        defer { stream.close() }
+        #expect(stream.protocolVersion == 0x0304)
     }
 }

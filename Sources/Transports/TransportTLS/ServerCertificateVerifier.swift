@@ -50,19 +50,34 @@ final class ServerCertificateVerifier: Sendable {
     }
 
     private func check(_ socket: UnsafeMutablePointer<PRFileDesc>) -> Rejection? {
-        var buffer = [UInt8](repeating: 0, count: Self.chainByteLimit)
-        let used = buffer.withUnsafeMutableBufferPointer { postern_nss_copy_peer_chain(socket, $0.baseAddress, $0.count) }
-        guard used >= 0 else {
-            return Rejection(reason: used == -2 ? "the certificate chain is larger than \(Self.chainByteLimit) bytes" : "the server sent no certificate",
+        // Real chains fit in the cache's limit; only a larger one is copied again into the
+        // largest buffer accepted.
+        var (chain, status) = Self.peerChain(socket, capacity: VerifiedChainCache.chainByteLimit)
+        if status == -2 { (chain, status) = Self.peerChain(socket, capacity: Self.chainByteLimit) }
+        guard status >= 0 else {
+            return Rejection(reason: status == -2 ? "the certificate chain is larger than \(Self.chainByteLimit) bytes" : "the server sent no certificate",
                              nssError: PRErrorCode(truncatingIfNeeded: SSL_ERROR_BAD_CERTIFICATE.rawValue))
         }
         let key = VerifiedChainCache.Key(name: name, nameIsIPAddress: nameIsIPAddress, caFile: caFile,
                                          systemStore: [TrustStoreCache.environment("SSL_CERT_FILE"), TrustStoreCache.environment("SSL_CERT_DIR")],
-                                         chain: Array(buffer[0..<used]))
+                                         chain: chain)
         if verifiedChains.contains(key) { return nil }
-        let rejection = verify(chain: buffer, used: used)
+        let rejection = verify(chain: chain, used: chain.count)
         if rejection == nil { verifiedChains.insert(key) }
         return rejection
+    }
+
+    /// The peer's chain as postern_nss_copy_peer_chain lays it out, and its status (the bytes
+    /// used, -1 no chain, -2 larger than `capacity`). The buffer is not zeroed first: NSS writes
+    /// every byte that is kept (zeroing the 128 kB limit was ~130,000 instructions a handshake,
+    /// docs/PERFORMANCE.md).
+    private static func peerChain(_ socket: UnsafeMutablePointer<PRFileDesc>, capacity: Int) -> (chain: [UInt8], status: Int) {
+        var status = -1
+        let chain = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, initialized in
+            status = postern_nss_copy_peer_chain(socket, buffer.baseAddress, buffer.count)
+            initialized = max(status, 0)
+        }
+        return (chain, status)
     }
 
     private func verify(chain buffer: [UInt8], used: Int) -> Rejection? {

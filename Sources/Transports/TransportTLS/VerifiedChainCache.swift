@@ -26,6 +26,13 @@ final class VerifiedChainCache: Sendable {
         /// SSL_CERT_FILE and SSL_CERT_DIR, which point OpenSSL at the system store.
         let systemStore: [String?]
         let chain: [UInt8]
+
+        /// The same key with its chain in storage of the chain's own size: the verifier reads the
+        /// chain into a larger buffer, which an entry would otherwise hold for its lifetime.
+        func compacted() -> Key {
+            Key(name: name, nameIsIPAddress: nameIsIPAddress, caFile: caFile, systemStore: systemStore,
+                chain: chain.withUnsafeBufferPointer { [UInt8]($0) })
+        }
     }
 
     private let entries = Mutex<[Key: ContinuousClock.Instant]>([:])
@@ -50,7 +57,11 @@ final class VerifiedChainCache: Sendable {
                     entries[oldest] = nil
                 }
             }
-            entries[key] = now
+            if entries[key] != nil {
+                entries[key] = now
+            } else {
+                entries[key.compacted()] = now
+            }
         }
     }
 
