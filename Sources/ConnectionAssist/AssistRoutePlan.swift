@@ -3,7 +3,7 @@ import PosternLinkSpec
 
 /// Builds the order connection assist tries: direct, your obfs4 bridges, the built-in obfs4
 /// bridges, snowflake (yours, then built-in), then every other transport this build can run that
-/// has bridges, plain bridges last; the route that last succeeded goes first.
+/// has bridges, then plain bridges, dnstt last; the route that last succeeded goes first.
 public struct AssistRoutePlan: Sendable, Hashable {
     public let routes: [AssistRoute]
     /// Why some bridges are not tried (a transport this build lacks), for the CLI to show.
@@ -32,8 +32,11 @@ public struct AssistRoutePlan: Sendable, Hashable {
         var notes: [String] = []
         let transports = Set(yours.map(\.transport)).union(builtins.filter { !$0.value.isEmpty }.keys)
         let leading: [TransportName] = [.obfs4, .snowflake]
-        let others = transports.subtracting(leading + [.vanilla]).sorted()
-        let order = leading + others + [.vanilla]
+        // dnstt after everything (issue #23): it is slow, and it talks to a DNS resolver a
+        // censor can watch; it is the way out when nothing but DNS is left.
+        let trailing: [TransportName] = [.vanilla, .dnstt]
+        let others = transports.subtracting(leading + trailing).sorted()
+        let order = leading + others + trailing
         var routes: [AssistRoute] = includeDirect ? [.direct(limits: limits.limits(for: nil))] : []
         for transport in order where transports.contains(transport) {
             guard transport.isVanilla || available.contains(transport) else {

@@ -18,6 +18,10 @@ extension AssistEvent {
             line += "): up to \(route.limits.ceiling.seconds.formatted()) s, moving on after"
             line += " \(route.limits.noProgressWindow.seconds.formatted()) s without progress"
             if racing { line += ", sooner on failing connections or a failed probe" }
+            if route.transport == .dnstt {
+                // Issue #23: the user should know what this last way out costs and shows.
+                line += " (dnstt is tried last: it is slow, and the DNS resolver it goes through, and a censor watching it, can see a tunnel's queries)"
+            }
             return line
         case .chose(let choice):
             guard choice.reason == .probePassed || choice.reason == .passesDiagnosis else { return nil }

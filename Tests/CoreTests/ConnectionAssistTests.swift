@@ -47,6 +47,20 @@ import Testing
         #expect(routes[4].limits == .snowflakeDefault)
     }
 
+    /// dnstt (issue #23) is tried after everything else, plain bridges included, and its "trying"
+    /// line says why.
+    @Test func dnsttGoesLastAndItsTryingLineSaysWhy() throws {
+        let dnstt = try BridgeLine(validating: "dnstt 192.0.2.4:1 udp=198.51.100.53:53 pubkey=\(String(repeating: "ab", count: 32)) domain=t.example.com",
+                                   rules: Transports.argumentRules)
+        var available = Self.available
+        available.insert(.dnstt)
+        let routes = plan(yours: [dnstt, Self.vanilla(1), Self.other("fancy", 2), Self.obfs4(3)], available: available).routes
+        #expect(routes.map(\.key) == ["direct", "obfs4:yours", "fancy:yours", "vanilla:yours", "dnstt:yours"])
+        let line = try #require(AssistEvent.trying(routes[4], position: 5, count: 5, cycle: 1).line(racing: true))
+        #expect(line.contains("dnstt is tried last: it is slow") && line.contains("resolver"))
+        #expect(AssistEvent.trying(routes[1], position: 2, count: 5, cycle: 1).line(racing: true)?.contains("dnstt") == false)
+    }
+
     @Test func skipsTransportsThisBuildLacksAndBuiltinsThatDuplicateYours() {
         let result = plan(yours: [Self.obfs4(3), Self.other("zebra", 7)], builtins: [.obfs4: [Self.obfs4(3), Self.obfs4(8)]])
         #expect(result.routes.map(\.key) == ["direct", "obfs4:yours", "obfs4:built-in"])
