@@ -1,0 +1,81 @@
+import Foundation
+import PosternTestSupport
+import Testing
+import TransportBase
+@testable import DnsttTransport
+
+/// DoTLink against real DoT servers: the Go stand-in's `-dot` listener (Go's crypto/tls) on
+/// 127.0.0.1, and in the test bed Debian's unbound at resolver.postern.test:853, which forwards
+/// the tunnel zone to the bed's stand-in.
+@Suite(.serialized) struct DoTLinkTests {
+    @Test func pollOverTheStandInsDoT() async throws {
+        let standIn = try await DnsttStandIn.start()
+        defer { standIn.remove() }
+        let link = try await DoTLink.connect(host: "127.0.0.1", port: standIn.dotPort, dialer: .direct,
+                                             caFile: standIn.certificates.caFile)
+        // Three polls pipelined on the one connection, answered in any order.
+        for _ in 0..<3 { try await link.send(DnsttPoll.query()) }
+        for _ in 0..<3 { try DnsttPoll.expectUsable(try await DnsttPoll.receive(from: link)) }
+        #expect(link.connectionCount == 1)
+        await link.close()
+        #expect(try await link.receive() == nil)
+        await #expect(throws: DnsttError.self) { try await link.send(DnsttPoll.query()) }
+    }
+
+    /// The server goes away (killed: the kernel closes the connection) and comes back on the same
+    /// port: the link dials again by itself and polls are answered on the new connection.
+    @Test func redialsAfterTheServerCloses() async throws {
+        let standIn = try await DnsttStandIn.start()
+        defer { standIn.remove() }
+        let link = try await DoTLink.connect(host: "127.0.0.1", port: standIn.dotPort, dialer: .direct,
+                                             caFile: standIn.certificates.caFile)
+        defer { Task { await link.close() } }
+        try await link.send(DnsttPoll.query())
+        try DnsttPoll.expectUsable(try await DnsttPoll.receive(from: link))
+        standIn.stop()
+        try await standIn.launch()
+        // A poll sent while the link was between connections may be lost with the old one: send
+        // one every 2 s until one is answered (30 s in all: redial delays are 1, 2, 4 ... s).
+        let deadline = ContinuousClock.now + .seconds(30)
+        var answered = false
+        while !answered, ContinuousClock.now < deadline {
+            try await link.send(DnsttPoll.query())
+            if let response = try? await DnsttPoll.receive(from: link, within: .seconds(2)) {
+                try DnsttPoll.expectUsable(response)
+                answered = true
+            }
+        }
+        #expect(answered, "no poll answered within 30 s of the server's restart")
+        #expect(link.connectionCount >= 2)
+    }
+
+    /// A name the certificate does not hold is refused, and the error does not name the resolver.
+    @Test func wrongCertificateNameIsRefusedWithoutNamingTheResolver() async throws {
+        let standIn = try await DnsttStandIn.start()
+        defer { standIn.remove() }
+        do {
+            // localhost resolves to 127.0.0.1, but the certificate names postern.test and 127.0.0.1.
+            _ = try await DoTLink.connect(host: "localhost", port: standIn.dotPort, dialer: .direct, caFile: standIn.certificates.caFile)
+            Issue.record("the handshake with a certificate for another name succeeded")
+        } catch {
+            #expect(error.code == .resolverTLSFailed)
+            #expect(!error.message.contains("localhost"))
+            #expect(!error.message.contains("127.0.0.1"))
+        }
+    }
+
+    @Test(.enabled(if: DnsttTestBed.values != nil, "needs the test bed's dnstt stack (POSTERN_TESTBED_ENV)"))
+    func pollThroughUnboundDoT() async throws {
+        let bed = try #require(DnsttTestBed.values)
+        let dot = try #require(bed["TB_DNSTT_DOT"])  // resolver.postern.test:853
+        let colon = try #require(dot.lastIndex(of: ":"))
+        let domainText = try #require(bed["TB_DNSTT_DOMAIN"])
+        let domain = try #require(DnsName(parsing: domainText))
+        let port = try #require(UInt16(dot[dot.index(after: colon)...]))
+        let link = try await DoTLink.connect(host: String(dot[..<colon]), port: port,
+                                             dialer: .direct, caFile: bed["TB_DNSTT_CA"])
+        defer { Task { await link.close() } }
+        try await link.send(DnsttPoll.query(domain: domain))
+        try DnsttPoll.expectUsable(try await DnsttPoll.receive(from: link, within: .seconds(20)), domain: domain)
+    }
+}
