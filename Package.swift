@@ -169,7 +169,7 @@ let package = Package(
         // The dnstt codecs against the dnstt notes' §7 vectors (upstream dns.go, the Noise handshake) and Vectors/dnstt-go.json
         // (flynn/noise, kcp-go and the bed's DNS codec: Tests/Support/dnstt-testbed/vectors).
         .testTarget(name: "DnsttTests", dependencies: ["DnsttTransport", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TurboTunnel",
-                                                      "TransportTLS", "TransportWire", "PosternTestSupport"],
+                                                      "TransportTLS", "TransportWire", "PosternTestSupport", "TransportTestSupport"],
                     path: "Tests/DnsttTests", resources: [.copy("Vectors")]),
         .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
         // PosternCrypto alone: BLAKE2s against RFC 7693, Python's hashlib and OpenSSL (COpenSSL, the test's

@@ -2,6 +2,7 @@ import Foundation
 import PosternTestSupport
 import Testing
 import TransportBase
+import TransportTestSupport
 @testable import DnsttTransport
 
 /// DoTLink against real DoT servers: the Go stand-in's `-dot` listener (Go's crypto/tls) on
@@ -47,6 +48,30 @@ import TransportBase
         }
         #expect(answered, "no poll answered within 30 s of the server's restart")
         #expect(link.connectionCount >= 2)
+    }
+
+    /// The TCP connection goes through the upstream proxy (Debian's microsocks, with credentials):
+    /// wrong credentials make the dial fail, which a dial around the proxy would not.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/microsocks"), "needs Debian's microsocks"))
+    func dialsThroughTheUpstreamProxy() async throws {
+        let standIn = try await DnsttStandIn.start()
+        defer { standIn.remove() }
+        let microsocks = try await MicrosocksProxy(user: "tor", password: "s3cret")
+        defer { microsocks.stop() }
+        do {
+            _ = try await DoTLink.connect(host: "127.0.0.1", port: standIn.dotPort,
+                                          dialer: .through(try UpstreamProxy(parsing: "socks5://tor:wrong@127.0.0.1:\(microsocks.port)")),
+                                          caFile: standIn.certificates.caFile)
+            Issue.record("the dial with wrong proxy credentials succeeded")
+        } catch let error as DnsttError {
+            #expect(error.code == .resolverConnectFailed)
+        }
+        let link = try await DoTLink.connect(host: "127.0.0.1", port: standIn.dotPort,
+                                             dialer: .through(try UpstreamProxy(parsing: "socks5://tor:s3cret@127.0.0.1:\(microsocks.port)")),
+                                             caFile: standIn.certificates.caFile)
+        defer { Task { await link.close() } }
+        try await link.send(DnsttPoll.query())
+        try DnsttPoll.expectUsable(try await DnsttPoll.receive(from: link))
     }
 
     /// A name the certificate does not hold is refused, and the error does not name the resolver.
