@@ -74,6 +74,29 @@ import TransportTestSupport
         try DnsttPoll.expectUsable(try await DnsttPoll.receive(from: link))
     }
 
+    /// Frames split at every possible place read back the same; at most one partial frame is held.
+    @Test func frameDecoderIsSplitIndependentAndHoldsOneFrame() throws {
+        let messages: [[UInt8]] = [[1, 2, 3], [], Array(repeating: 7, count: 300), [9]]
+        let stream = try messages.flatMap { try DoTFrameDecoder.frame($0) }
+        for size in 1...stream.count {
+            var decoder = DoTFrameDecoder()
+            var read: [[UInt8]] = []
+            var offset = 0
+            while offset < stream.count {
+                read += decoder.append(Array(stream[offset..<min(offset + size, stream.count)]))
+                offset += size
+            }
+            #expect(read == messages.filter { !$0.isEmpty }, "split into reads of \(size)")
+            #expect(decoder.heldCount == 0)
+        }
+        var decoder = DoTFrameDecoder()
+        #expect(decoder.append([0xFF, 0xFF] + Array(repeating: 0, count: 65_534)).isEmpty)
+        #expect(decoder.heldCount == DoTFrameDecoder.maximumHeld - 1)
+        #expect(decoder.append([0, 0, 5]) == [Array(repeating: 0, count: 65_535)])
+        #expect(decoder.heldCount == 2)
+        #expect(throws: DnsttError.self) { try DoTFrameDecoder.frame(Array(repeating: 0, count: 65_536)) }
+    }
+
     /// A name the certificate does not hold is refused, and the error does not name the resolver.
     @Test func wrongCertificateNameIsRefusedWithoutNamingTheResolver() async throws {
         let standIn = try await DnsttStandIn.start()
