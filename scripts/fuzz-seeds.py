@@ -219,6 +219,15 @@ seed("NoiseFrameFuzzer", "notes-messages", bytes([0, 2, 3, 1]) + bytes.fromhex(
     "0018c7f5e19ba3c314d79d87c656c430ea4fd06c0ad52689f7f9001dc4c8ad619530cdb9c89508ab497f8fe683cd864e9e280de01825f7cf55"))
 seed("NoiseFrameFuzzer", "short-length", bytes([0, 0, 0, 15]) + bytes(15))
 seed("NoiseFrameFuzzer", "sealed", bytes([1, 2, 5, 9]) + bytes([0x40, 0x05]) + bytes([0, 5, 0x30, 0x00]))
+# DnsttSessionFuzzer: operations (0 clock+answer, 1 deliver pooled answer, 2 raw bytes, 3 forged
+# KCP segments under the domain, 4 client write, 5 server write, 6 consume). A clean handshake and
+# exchange, the same with answers replayed out of order and twice, and forgeries in between.
+session_rounds = bytes(b for k in range(24) for b in (0, 1, 1, k))
+seed("DnsttSessionFuzzer", "handshake-and-data", session_rounds + bytes([4, 5]) + b"hello" + bytes([5, 0, 6]) + b"world!"
+     + bytes(b for k in range(24, 40) for b in (0, 1, 1, k)) + bytes([6, 0, 6]))
+seed("DnsttSessionFuzzer", "replayed", bytes(b for k in range(24) for b in (0, 3, 1, (k * 7) % 5, 1, k % 3)))
+seed("DnsttSessionFuzzer", "forged", session_rounds + bytes([2, 0, 3, 1, 2, 3]) + bytes([3, 2, 0, 0, 64, 0, 1, 5, 0, 3]) + b"abc"
+     + bytes([0, 3, 0, 200]) + bytes([0, 0, 5]) + b"\x00\x30xyz" + bytes([1]))
 seed("NoiseFrameFuzzer", "sealed-flip", bytes([1, 1, 7]) + bytes([0x00, 0x20]) + bytes([0, 100, 0, 8]))
 # DoHResponseFuzzer (DoHLinkTests' answers): mode 0 raw bytes (a size chunk, then the answer), mode 1
 # built answers (shape: framing in the low bits, content type in the high; status pick; read sizes;

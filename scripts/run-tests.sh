@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# The whole test run: dependencies, build, one shared test bed for all tests, then teardown.
-# The tests run inside the test bed's network namespace, where the only network is loopback.
+# The whole test run: dependencies, build, two test beds, the tests, then teardown. The tests run
+# inside a test bed's network namespace, where the only network is loopback.
 #
 # Tests that run an in-process tor (TestBedSuite) get a process each: tor_api allows one core at a
 # time, tor keeps some state from run to run (docs/TOR-CORE-PROVENANCE.md), and one process per
-# test keeps each test's result its own. Everything else runs in one process.
+# test keeps each test's result its own. They run two at a time, each in a test bed of its own
+# (two namespaces: a test's censor, link profile and ports cannot touch the other's), except the
+# few that measure throughput or timing against a profile or load both cores, which run alone
+# first (`solo_tests` below). Everything else runs in one process per group, in the first bed.
 #
-# Then the fuzz stage (scripts/fuzz.sh: every libFuzzer target for FUZZ_CI_SECONDS, default 25) and the
+# The fuzz stage (scripts/fuzz.sh: every libFuzzer target for FUZZ_CI_SECONDS, default 25) runs in
+# the background at the lowest CPU priority while the test-bed tests run, after the fuzz build. Then the
 # leak check (scripts/check-leaks.py): no test bed bridge's address, fingerprint or cert in any output
 # of the run or any file the tests wrote, including files they deleted (scripts/keep-files.py keeps a
 # hard link to each). Each fuzz target and each check counts as one test in the final line. Outputs
@@ -33,23 +37,50 @@ swift build --build-tests
 embed_log="$PWD/.build/embed-example-build.log"
 embed_status="$PWD/.build/embed-example-build.status"
 fuzz_build_log="$PWD/.build/fuzz-build.log"
-rm -f "$embed_status" "$fuzz_build_log"
+fuzz_results="$PWD/.build/fuzz-results"
+fuzz_stage_log="$PWD/.build/fuzz-stage.log"
+rm -f "$embed_status" "$fuzz_build_log" "$fuzz_results" "$fuzz_stage_log"
 if [ "$fast" = 0 ]; then
   echo "== building Examples/EmbedNostr, then the fuzz targets, in the background (nice 19)" >&2
   (
     nice -n 19 swift build --package-path Examples/EmbedNostr >"$embed_log" 2>&1
     echo $? >"$embed_status"
     nice -n 19 scripts/fuzz.sh --build-only >"$fuzz_build_log" 2>&1 || true
+    # The fuzz stage, in the cycles the test-bed tests leave idle (they mostly wait on the
+    # network). Each target runs its FUZZ_CI_SECONDS of wall time; its line reports how many
+    # executions that gave. Its output goes to the run's logs once the run directory exists.
+    if grep -q '^== fuzz build took' "$fuzz_build_log" 2>/dev/null; then
+      nice -n 19 scripts/fuzz.sh --seconds "${FUZZ_CI_SECONDS:-25}" --skip-build --results "$fuzz_results" >"$fuzz_stage_log" 2>&1 || true
+    fi
   ) &
   background_builds=$!
 fi
 tb_dir="$PWD/.testbed/test"
+tb_dir_b="$PWD/.testbed/test-b"
+# Ends a background process and everything it started (the fuzz stage's libFuzzer processes).
+kill_tree() { local child; for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done; kill "$1" 2>/dev/null || true; }
+beds_down() { scripts/testbed down --dir "$tb_dir" || true; [ "$fast" = 1 ] || scripts/testbed down --dir "$tb_dir_b" >/dev/null 2>&1 || true; }
 scripts/testbed down --dir "$tb_dir" >/dev/null 2>&1 || true
-trap 'scripts/testbed down --dir "$tb_dir" || true' EXIT
+trap 'beds_down' EXIT
 echo "== starting the test bed" >&2
 scripts/testbed up --dir "$tb_dir" --censor none
 export POSTERN_TESTBED_ENV="$tb_dir/env"
 in_bed() { scripts/testbed exec --dir "$tb_dir" "$@"; }
+# The second test bed (about 26 s; it builds nothing: the Go stand-ins the first one built are
+# shared). Not in the background: while it starts, its tor relays and stand-ins would take the CPU
+# from unit tests with short handshake deadlines. Its output (which names its bridges) stays outside
+# the run directory the leak check reads, like the first one's.
+second_bed=""
+if [ "$fast" = 0 ]; then
+  echo "== starting the second test bed" >&2
+  scripts/testbed down --dir "$tb_dir_b" >/dev/null 2>&1 || true
+  if scripts/testbed up --dir "$tb_dir_b" --censor none >"$PWD/.testbed/test-b-up.log" 2>&1; then
+    second_bed="$tb_dir_b"
+  else
+    echo "== the second test bed did not come up; the test-bed tests run one at a time (.testbed/test-b-up.log):" >&2
+    tail -n 20 "$PWD/.testbed/test-b-up.log" >&2 || true
+  fi
+fi
 
 # Everything the run writes goes under one directory: test outputs in logs/, the tests' own files in
 # tmp/ (their TMPDIR), hard links to every file created there in kept/.
@@ -58,17 +89,16 @@ rm -rf "$run_dir"
 mkdir -p "$run_dir/logs" "$run_dir/tmp" "$run_dir/kept"
 python3 scripts/keep-files.py "$run_dir/tmp" "$run_dir/kept" >/dev/null &
 keeper=$!
-trap 'kill "$keeper" 2>/dev/null || true; [ -z "${background_builds:-}" ] || pkill -P "$background_builds" 2>/dev/null || true; scripts/testbed down --dir "$tb_dir" || true' EXIT
+trap 'kill "$keeper" 2>/dev/null || true; [ -z "${background_builds:-}" ] || kill_tree "$background_builds"; beds_down' EXIT
 log_number=0
 
 passed=0 failed=0
 failures=()
-run_group() { # $1 = label, rest = swift test arguments
-  local label="$1"; shift
-  local log
-  log_number=$((log_number + 1))
-  log="$run_dir/logs/$(printf '%03d' "$log_number")-$(printf '%s' "$label" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-80).log"
-  if in_bed env TMPDIR="$run_dir/tmp" swift test --skip-build "$@" 2>&1 | tee "$log"; then status=0; else status=1; fi
+log_name() { # $1 = number, $2 = label
+  printf '%s/logs/%03d-%s.log' "$run_dir" "$1" "$(printf '%s' "$2" | tr -c 'A-Za-z0-9._-' '_' | cut -c1-80)"
+}
+tally() { # $1 = label, $2 = log, $3 = exit status of its `swift test`
+  local label="$1" log="$2" status="$3"
   # Swift Testing's closing line: "Test run with N tests in M suites passed/failed ..."
   # and one "✘ Test NAME(...) failed ..." line per failed test (parameterized ones once).
   local count bad
@@ -85,6 +115,14 @@ run_group() { # $1 = label, rest = swift test arguments
     failures+=("$label")
     while IFS= read -r line; do failures+=("  $line"); done < <(grep -E '^✘ Test [^ ]+\(.*\) (with [0-9]+ test cases )?failed' "$log" | grep -v '^✘ Test run ' | sed -E 's/^✘ Test ([^ ]+).*/\1/')
   fi
+}
+run_group() { # $1 = label, rest = swift test arguments; in the first bed, output shown as it comes
+  local label="$1"; shift
+  local log status
+  log_number=$((log_number + 1))
+  log=$(log_name "$log_number" "$label")
+  if in_bed env TMPDIR="$run_dir/tmp" swift test --skip-build "$@" 2>&1 | tee "$log"; then status=0; else status=1; fi
+  tally "$label" "$log" "$status"
 }
 check() { # $1 = label, rest = command; one test
   local label="$1"; shift
@@ -137,33 +175,92 @@ if [ "$fast" = 1 ]; then
 fi
 
 mapfile -t bed_tests < <(in_bed swift test list --skip-build 2>/dev/null | grep '\.TestBedSuite/' | sort -u)
-# The embedding example's test last: it needs the background build of the example to have ended.
-embed_test=$(printf '%s\n' "${bed_tests[@]}" | grep 'embeddingExample' || true)
-mapfile -t bed_tests < <(printf '%s\n' "${bed_tests[@]}" | grep -v 'embeddingExample'; [ -z "$embed_test" ] || echo "$embed_test")
-echo "== ${#bed_tests[@]} test-bed tests, one process each" >&2
-for test in "${bed_tests[@]}"; do
-  if [ "$test" = "$embed_test" ]; then
-    echo "== waiting for the background build of Examples/EmbedNostr" >&2
-    while [ ! -s "$embed_status" ] && kill -0 "$background_builds" 2>/dev/null; do sleep 2; done
-    if [ "$(cat "$embed_status" 2>/dev/null)" != 0 ]; then
-      tail -n 40 "$embed_log" >&2
-      failed=$((failed + 1))
-      failures+=("building Examples/EmbedNostr (see $embed_log)")
-      continue
+# Tests that run alone, one after the other, before the rest: they judge throughput or timing
+# against a link profile (a second test's load would move their figures) or keep both cores busy
+# for a minute (they would slow the other test past its deadlines).
+solo_tests='linkProfileCheckMeasuresTheProfile|abRanks|abFindsNoClearBootstrapDifference|CarriesTwoHundredVerifiedStreams|fiftyConcurrentStreamsThroughSnowflake'
+# The longest of the rest start first (measured in the fresh-clone runs; the rest take under 35 s),
+# so that the two queues end close together. The embedding example's test comes last: it needs the
+# background build of the example to have ended.
+long_tests=(censorScenariosHoldForPlainTorClients wholeRunSendsOnlyToItsRoute abTrialsCompareRoutesUnderBlockTor
+  aHostileRelayDoesNotStopTheGoodOne connectionAssistMovesOnFromAHostileObfs4Bridge ptClientSurvivesHostileBrokers)
+bed_queue="$run_dir/bed-queue"
+{
+  for name in "${long_tests[@]}"; do printf '%s\n' "${bed_tests[@]}" | grep -F "/$name(" || true; done
+  printf '%s\n' "${bed_tests[@]}" | grep -vE "$solo_tests|embeddingExample" | grep -vF -f <(printf '/%s(\n' "${long_tests[@]}") || true
+  printf '%s\n' "${bed_tests[@]}" | grep 'embeddingExample' || true
+} >"$bed_queue"
+mapfile -t solo < <(printf '%s\n' "${bed_tests[@]}" | grep -E "$solo_tests" || true)
+queued=$(wc -l <"$bed_queue")
+if [ $((queued + ${#solo[@]})) != "${#bed_tests[@]}" ]; then
+  echo "run-tests.sh: ${#bed_tests[@]} test-bed tests listed but $((queued + ${#solo[@]})) scheduled" >&2
+  failed=$((failed + 1)); failures+=("scheduling the test-bed tests")
+fi
+filter_for() { local pattern; pattern=$(printf '%s' "$1" | sed 's/[][().*+?^$|\\{}]/\\&/g'); printf '%s' "${pattern#IntegrationTests\\.}"; }
+# The test binary itself, not `swift test`: SwiftPM holds a lock on .build for as long as a
+# `swift test` runs, so a second one would wait for the first.
+test_binary=$(find "$(swift build --show-bin-path)" -maxdepth 1 -name '*PackageTests.xctest' | head -n 1)
+bed_results="$run_dir/bed-results"
+: >"$bed_results"
+run_bed_test() { # $1 = bed directory, $2 = log number, $3 = test; output to its log, a line to stderr
+  local dir="$1" number="$2" test="$3" log status start
+  log=$(log_name "$number" "$test")
+  start=$(date +%s)
+  # NO_COLOR: the plain output `swift test` gives when not on a terminal, which tally() reads.
+  if scripts/testbed exec --dir "$dir" env POSTERN_TESTBED_ENV="$dir/env" TMPDIR="$run_dir/tmp" \
+      NO_COLOR=1 "$test_binary" --testing-library swift-testing --filter "$(filter_for "$test")" >"$log" 2>&1; then status=0; else status=1; fi
+  printf '%s\t%s\t%s\n' "$status" "$log" "$test" >>"$bed_results"
+  printf '== [%s] %s %s in %s s\n' "$(basename "$dir")" "${test#IntegrationTests.TestBedSuite/}" \
+    "$([ "$status" = 0 ] && echo passed || echo FAILED)" "$(($(date +%s) - start))" >&2
+}
+bed_worker() { # $1 = bed directory; takes the next test from the queue until it is empty
+  local dir="$1" index test
+  while :; do
+    index=$( (flock 9; n=$(cat "$bed_queue.next"); if [ "$n" -ge "$queued" ]; then exit 0; fi
+              echo $((n + 1)) >"$bed_queue.next"; echo $((n + 1))) 9>"$bed_queue.lock")
+    [ -n "$index" ] || return 0
+    test=$(sed -n "${index}p" "$bed_queue")
+    if [[ "$test" == *embeddingExample* ]]; then
+      echo "== waiting for the background build of Examples/EmbedNostr" >&2
+      while [ ! -s "$embed_status" ] && kill -0 "$background_builds" 2>/dev/null; do sleep 2; done
+      if [ "$(cat "$embed_status" 2>/dev/null)" != 0 ]; then
+        tail -n 40 "$embed_log" >"$(log_name $((index + ${#solo[@]} + log_number)) "$test")" 2>&1 || true
+        printf '1\t%s\t%s\n' "$(log_name $((index + ${#solo[@]} + log_number)) "$test")" "building Examples/EmbedNostr (see $embed_log)" >>"$bed_results"
+        continue
+      fi
     fi
-  fi
-  pattern=$(printf '%s' "$test" | sed 's/[][().*+?^$|\\{}]/\\&/g')
-  run_group "$test" --filter "${pattern#IntegrationTests\\.}"
+    run_bed_test "$dir" $((index + ${#solo[@]} + log_number)) "$test"
+  done
+}
+echo "== ${#bed_tests[@]} test-bed tests, one process each: ${#solo[@]} alone, then $queued two at a time in two test beds" >&2
+for index in "${!solo[@]}"; do
+  run_bed_test "$tb_dir" $((index + 1 + log_number)) "${solo[$index]}"
 done
-echo "== waiting for the background build of the fuzz targets" >&2
+echo 0 >"$bed_queue.next"
+bed_worker "$tb_dir" &
+worker_a=$!
+[ -z "$second_bed" ] || bed_worker "$second_bed"
+wait "$worker_a" || true
+# The results in log order; a failed test's whole output, as the run showed it before the beds ran
+# two at a time.
+while IFS=$'\t' read -r status log test; do
+  if [ "$status" != 0 ]; then echo "== output of the failed $test" >&2; cat "$log" >&2 || true; fi
+  if [[ "$test" == building* ]]; then failed=$((failed + 1)); failures+=("$test"); continue; fi
+  tally "$test" "$log" "$status"
+done < <(sort -t $'\t' -k2,2 "$bed_results")
+
+echo "== waiting for the background builds and the fuzz stage" >&2
 wait "$background_builds" || true
 background_builds=""
-
-echo "== fuzz stage: every libFuzzer target for ${FUZZ_CI_SECONDS:-25} s" >&2
-fuzz_results="$run_dir/fuzz-results"
-fuzz_build=()
-grep -q '^== fuzz build took' "$fuzz_build_log" 2>/dev/null && fuzz_build=(--skip-build)  # built in the background
-scripts/fuzz.sh --seconds "${FUZZ_CI_SECONDS:-25}" "${fuzz_build[@]}" --results "$fuzz_results" 2>&1 | tee "$run_dir/logs/fuzz.log" || true
+if [ -s "$fuzz_results" ]; then
+  echo "== fuzz stage (ran in the background): every libFuzzer target for ${FUZZ_CI_SECONDS:-25} s" >&2
+  cat "$fuzz_stage_log" | tee "$run_dir/logs/fuzz.log"
+else
+  echo "== fuzz stage: every libFuzzer target for ${FUZZ_CI_SECONDS:-25} s" >&2
+  fuzz_build=()
+  grep -q '^== fuzz build took' "$fuzz_build_log" 2>/dev/null && fuzz_build=(--skip-build)  # built in the background
+  scripts/fuzz.sh --seconds "${FUZZ_CI_SECONDS:-25}" "${fuzz_build[@]}" --results "$fuzz_results" 2>&1 | tee "$run_dir/logs/fuzz.log" || true
+fi
 fuzz_passed=$(grep -c '^PASS ' "$fuzz_results" 2>/dev/null || true)
 fuzz_failed=$(grep -c '^FAIL ' "$fuzz_results" 2>/dev/null || true)
 passed=$((passed + ${fuzz_passed:-0}))
@@ -186,6 +283,9 @@ check "test bed link model self-test" python3 scripts/testbed-link.py self-test
 check "test bed fet censor rules self-test" python3 scripts/testbed-censor.py self-test
 check "test bed fingerprint censor self-test" python3 scripts/testbed-censor.py fingerprint-self-test
 check "no bridge secrets in outputs or files" python3 scripts/check-leaks.py --env "$tb_dir/env" "$run_dir/logs" "$run_dir/tmp" "$run_dir/kept"
+if [ -n "$second_bed" ]; then
+  check "no bridge secrets of the second test bed in outputs or files" python3 scripts/check-leaks.py --env "$second_bed/env" "$run_dir/logs" "$run_dir/tmp" "$run_dir/kept"
+fi
 
 echo
 if [ ${#failures[@]} -gt 0 ]; then

@@ -11,7 +11,7 @@ import TransportBase
 /// | technique | needs |
 /// |---|---|
 /// | interception | a certificate that was not trusted |
-/// | protocol block | a reset (or silence) right after a first packet that is not TLS, then a SYN-only confirm connect to that address is silent, while another route's address answered |
+/// | protocol block | a reset (or silence) right after a first packet that is not TLS, then a SYN-only confirm connect to that address (or any later connect to it) is silent, while another route's address answered |
 /// | inconclusive | the same reset, but the address still answers (no cause named) |
 /// | fingerprint block | a reset (or silence) right after a TLS ClientHello while another route's TLS passed |
 /// | freeze | data stopped after some KB on a connection that stayed open ("seen" when two stop at sizes within 25 %) |
@@ -73,7 +73,16 @@ public enum CensorReader {
         let cut = observed.filter { $0.seen.kind == .resetAfterFirstPacket || $0.seen.kind == .silentAfterFirstPacket }
         if let first = cut.first {
             if !evidence.firstPacketIsTLS {
-                let silentAfter = cut.filter { evidence.confirmations[$0.flow.peer] == .silent }
+                // The address went silent: our SYN-only confirm connect got no answer, or a later
+                // connect to it (tor's own redial) did not. The second matters when the confirm
+                // came too early: a censor that adds the address to its drop set a moment after
+                // the reset (a loaded decider) lets the confirm through, then drops what follows.
+                let silentAfter = cut.filter { cutFlow in
+                    evidence.confirmations[cutFlow.flow.peer] == .silent || observed.contains { later in
+                        later.flow.peer == cutFlow.flow.peer && later.flow.counts.started > cutFlow.flow.counts.started
+                            && later.seen.kind == .silentConnect
+                    }
+                }
                 if let confirmed = silentAfter.first, evidence.otherRouteAnswered {
                     let addresses = Set(silentAfter.map(\.flow.peer)).count
                     return RouteDiagnosis(

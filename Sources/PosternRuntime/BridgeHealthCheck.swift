@@ -51,6 +51,11 @@ public struct BridgeHealth: Codable, Sendable {
     public var handshake: Step
     /// A bootstrap through this bridge alone, when the caller asked for one.
     public var bootstrap: Step?
+    /// The deep check (`--deep`: a transfer through this bridge alone, long enough to see a
+    /// freeze), when the caller asked for one: passed (a slow transfer too), or failed.
+    public var deep: Step?
+    /// The deep check's figures, when it ran.
+    public var transfer: Transfer?
     /// True when every step that ran passed.
     public var alive: Bool
     /// Why the bridge is flagged, in words; nil when alive.
@@ -116,7 +121,10 @@ public struct BridgeHealthCheck: Sendable {
     /// Tests every candidate, `parallel` at a time, in the candidates' order. `bootstrap`, when
     /// given, runs after a check and a failed bootstrap makes an alive bridge dead; `progress`
     /// gets the number done after each.
+    /// `deep`, when given, runs last, on bridges still alive: a freeze or a failed transfer makes
+    /// the bridge dead, a slow one leaves it alive with the figure.
     public func run(_ candidates: [Candidate], bootstrap: (@Sendable (Candidate) async -> BridgeHealth.Step)? = nil,
+                    deep: (@Sendable (Candidate) async -> BridgeHealth.Transfer)? = nil,
                     progress: @escaping @Sendable (Int) -> Void = { _ in }) async -> [BridgeHealth] {
         let done = Mutex(0)
         return await withTaskGroup(of: (Int, BridgeHealth).self) { group in
@@ -134,6 +142,19 @@ public struct BridgeHealthCheck: Sendable {
                         if step.result == .failed, health.alive {
                             health.alive = false
                             health.reason = "bootstrap failed: \(step.detail)"
+                        }
+                    }
+                    if let deep {
+                        if health.alive {
+                            let transfer = await deep(candidate)
+                            health.transfer = transfer
+                            health.deep = transfer.step
+                            if transfer.step.result == .failed {
+                                health.alive = false
+                                health.reason = "deep: \(transfer.detail)"
+                            }
+                        } else {
+                            health.deep = .init(result: .skipped, detail: "an earlier step failed")
                         }
                     }
                     return (position, health)

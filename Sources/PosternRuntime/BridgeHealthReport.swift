@@ -21,12 +21,15 @@ public struct BridgeHealthReport: Encodable, Sendable {
     private let elapsed: Double
     /// Whether a bootstrap was asked for (the table then has a BOOTSTRAP column).
     private let bootstrapped: Bool
+    /// Whether a deep check was asked for (a DEEP column, and a line per bridge with its words).
+    private let deep: Bool
 
     private enum CodingKeys: String, CodingKey { case bridges, alive, dead, seconds, scrubbed }
 
     /// The `results` of one check that took `elapsed`; `bootstrapped`: whether each bridge was
     /// also bootstrapped through (the table then has a BOOTSTRAP column).
-    public init(_ results: [BridgeHealth], elapsed: Duration, bootstrapped: Bool, policy: LoggingPolicy) {
+    /// `deep`: whether each bridge also had the deep check (a DEEP column and its lines).
+    public init(_ results: [BridgeHealth], elapsed: Duration, bootstrapped: Bool, deep: Bool = false, policy: LoggingPolicy) {
         bridges = results
         dead = results.filter { !$0.alive }.count
         alive = results.count - dead
@@ -34,6 +37,7 @@ public struct BridgeHealthReport: Encodable, Sendable {
         seconds = (self.elapsed * 1000).rounded() / 1000
         scrubbed = !policy.unsafeLogging
         self.bootstrapped = bootstrapped
+        self.deep = deep
     }
 
     /// A row per bridge: ID, TRANSPORT, TCP, TLS (only when a webtunnel bridge was tested: its
@@ -44,11 +48,13 @@ public struct BridgeHealthReport: Encodable, Sendable {
         let showsTLS = bridges.contains { $0.tls != nil }
         var header = ["ID", "TRANSPORT", "TCP"] + (showsTLS ? ["TLS"] : []) + ["HANDSHAKE"]
         if bootstrapped { header.append("BOOTSTRAP") }
+        if deep { header.append("DEEP") }
         header += ["STATUS", "BRIDGE"]
         let rows = bridges.map { health -> [String] in
             var row = [health.id, health.transport, Self.cell(health.tcp)] + (showsTLS ? [Self.cell(health.tls)] : [])
             row.append(Self.cell(health.handshake))
             if bootstrapped { row.append(Self.cell(health.bootstrap)) }
+            if deep { row.append(health.transfer?.verdict ?? Self.cell(health.deep)) }
             row += [health.alive ? "alive" : "FAILED: \(health.reason ?? "?")", health.bridge]
             return row
         }
@@ -60,8 +66,15 @@ public struct BridgeHealthReport: Encodable, Sendable {
         "\(PlainText.counted(bridges.count, "bridge")) tested in \(String(format: "%.1f", elapsed)) s: \(alive) alive, \(dead) failed"
     }
 
-    /// The table and the summary.
-    public var text: String { table + "\n" + summary }
+    /// With `--deep`: a line per deep-checked bridge with what the transfer showed
+    /// ("obfs4-1: froze after ~16 KB during the bootstrap (...)"); empty otherwise.
+    public var deepLines: [String] {
+        guard deep else { return [] }
+        return bridges.compactMap { health in health.transfer.map { "\(health.id): \($0.detail)" } }
+    }
+
+    /// The table, the deep check's lines (when asked for) and the summary.
+    public var text: String { ([table] + deepLines + [summary]).joined(separator: "\n") }
 
     /// A step in a table cell: "ok 12 ms" (or "ok" without a time), "skipped", "FAILED", or "-"
     /// for a step that did not run.
@@ -84,9 +97,11 @@ public struct BridgeHealthReport: Encodable, Sendable {
 extension BridgeHealthCheck {
     /// ``run(_:bootstrap:progress:)`` timed, as a report.
     public func report(_ candidates: [Candidate], bootstrap: (@Sendable (Candidate) async -> BridgeHealth.Step)? = nil,
+                       deep: (@Sendable (Candidate) async -> BridgeHealth.Transfer)? = nil,
                        progress: @escaping @Sendable (Int) -> Void = { _ in }) async -> BridgeHealthReport {
         let started = ContinuousClock.now
-        let results = await run(candidates, bootstrap: bootstrap, progress: progress)
-        return BridgeHealthReport(results, elapsed: ContinuousClock.now - started, bootstrapped: bootstrap != nil, policy: policy)
+        let results = await run(candidates, bootstrap: bootstrap, deep: deep, progress: progress)
+        return BridgeHealthReport(results, elapsed: ContinuousClock.now - started, bootstrapped: bootstrap != nil, deep: deep != nil,
+                                  policy: policy)
     }
 }

@@ -13,8 +13,9 @@ import TransportBase
 
     private func flow(_ peer: TransportEndpoint, connected: Bool = true, sent: Int = 0, received: Int = 0,
                       firstWrite: Duration? = nil, lastWrite: Duration? = nil, lastRead: Duration? = nil, age: Duration,
-                      error: TransportError.Code? = nil, open: Bool = false, endedByPeer: Bool = false) -> FlowReport {
-        let counts = FlowCounts(started: Self.start, bytesSent: sent, bytesReceived: received,
+                      error: TransportError.Code? = nil, open: Bool = false, endedByPeer: Bool = false,
+                      startedAfter: Duration = .zero) -> FlowReport {
+        let counts = FlowCounts(started: Self.start + startedAfter, bytesSent: sent, bytesReceived: received,
                                 connectedAfter: connected ? .milliseconds(20) : nil, firstWriteAfter: firstWrite,
                                 lastWriteAfter: lastWrite ?? firstWrite, lastReadAfter: lastRead, age: age)
         return FlowReport(peer: peer, origin: .transport, throughProxy: false, counts: counts,
@@ -40,6 +41,29 @@ import TransportBase
         let both = CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: [fetReset(bridge), fetReset(otherBridge)],
                                          confirmations: [bridge: .silent, otherBridge: .silent], otherRouteAnswered: true)
         #expect(CensorReader.diagnose(both)?.confidence == .seen)
+    }
+
+    /// The confirm connect went out before the censor's drop of the address took hold (it
+    /// answered), and tor's redial a second later got no SYN-ACK: the address went silent after
+    /// all. A silent connect from before the reset says nothing of the kind.
+    @Test func aLaterSilentConnectConfirmsTheBlockEvenAfterAnAnsweredConfirm() throws {
+        let redial = flow(bridge, connected: false, age: .seconds(10), error: .timedOut, startedAfter: .seconds(1))
+        let evidence = CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: [fetReset(bridge), redial],
+                                             confirmations: [bridge: .answered], otherRouteAnswered: true)
+        let diagnosis = try #require(CensorReader.diagnose(evidence))
+        #expect(diagnosis.technique == .protocolBlock)
+        #expect(diagnosis.observed.hasSuffix("then the address went silent"))
+        let before = flow(bridge, connected: false, age: .seconds(10), error: .timedOut)
+        let earlier = CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false,
+                                            flows: [before, flow(bridge, sent: 1200, firstWrite: .milliseconds(25), age: .milliseconds(56),
+                                                                 error: .connectionReset, startedAfter: .seconds(1))],
+                                            confirmations: [bridge: .answered], otherRouteAnswered: true)
+        #expect(CensorReader.diagnose(earlier)?.technique == .inconclusive)
+        // Another address's silence is not this one's.
+        let elsewhere = CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false,
+                                              flows: [fetReset(bridge), flow(otherBridge, connected: false, age: .seconds(10), error: .timedOut, startedAfter: .seconds(1))],
+                                              confirmations: [bridge: .answered], otherRouteAnswered: true)
+        #expect(CensorReader.diagnose(elsewhere)?.technique == .inconclusive)
     }
 
     @Test func aResetWhoseAddressStillAnswersNamesNoCause() throws {

@@ -1,5 +1,6 @@
 import PosternCrypto
 import PosternSystem
+import TurboTunnel
 
 /// The one public error type of the dnstt transport (``CodedError``): open sets of codes and kinds.
 /// Messages never contain the resolver, the tunnel domain or the server's public key: on a
@@ -22,11 +23,33 @@ extension DnsttError.Code {
     public static let queryTooLong = Self("query-too-long")
     /// A Noise frame on the KCP stream with an impossible length.
     public static let noiseFrameMalformed = Self("noise-frame-malformed")
+    /// The server's Noise handshake message, or the acknowledgement of the smux stream's opening,
+    /// did not arrive within the handshake deadline.
+    public static let handshakeTimeout = Self("handshake-timeout")
+    /// No KCP data came down for the silence limit (2 min, smux's keepalive timeout).
+    public static let downstreamSilent = Self("downstream-silent")
+    /// Data waited to be sent without any progress for the send-stall limit.
+    public static let sendStalled = Self("send-stalled")
+    /// KCP sent a segment 20 times without an acknowledgement.
+    public static let deadLink = Self("dead-link")
+    /// The session or its resolver link has ended.
+    public static let closed = Self("closed")
+    /// The resolver link failed (a socket error, the resolver unreachable).
+    public static let linkFailed = Self("link-failed")
+    /// This build cannot reach the resolver the bridge line names (DoT and DoH links are built
+    /// separately, docs/plans/DNSTT.md §4 commits 8-10).
+    public static let resolverUnsupported = Self("resolver-unsupported")
 }
 
 extension DnsttError {
     /// A Noise failure (PosternCrypto) as a dnstt error: the same code (`noise-…`), kind and message.
     public init(noise error: NoiseError) {
+        self.init(code: Code(rawValue: error.code.rawValue), kind: Kind(rawValue: error.kind.rawValue), message: error.message)
+    }
+
+    /// A KCP or smux failure (TurboTunnel) as a dnstt error: the same code (`kcp-…`, `smux-…`),
+    /// kind and message (the message names the peer by the label the session gave).
+    public init(turboTunnel error: TurboTunnelError) {
         self.init(code: Code(rawValue: error.code.rawValue), kind: Kind(rawValue: error.kind.rawValue), message: error.message)
     }
 }

@@ -20,8 +20,12 @@ extension Command {
         101 answer, each reported; a transport served by an external plugin ('postern transport
         plugin'): a SOCKS dial through the plugin to the bridge succeeds; vanilla: TCP only); with
         --bootstrap, a real tor bootstrap
-        through that bridge alone in a child 'postern run'. Dead bridges are flagged with the reason
-        (refused, timeout, handshake failed). Addresses stay scrubbed unless --unsafe-logging; bridges
+        through that bridge alone in a child 'postern run'; with --deep, a transfer through each bridge
+        alone long enough to see a freeze or a slow link: a bootstrap in a child 'postern run' (vanilla
+        and obfs4 through a counting relay on loopback, which sees the bytes the bridge sends and when
+        they stop), then the --deep-url download through it, worded as observed ("froze after ~16 KB
+        ...", "downloaded 1.0 MB at ~2400 kbit/s"). Dead bridges are flagged with what was seen
+        (refused, timeout, handshake failed, froze). Addresses stay scrubbed unless --unsafe-logging; bridges
         are named by their store ID. Exit status 1 when a tested bridge is dead.
         """,
         options: [
@@ -33,6 +37,10 @@ extension Command {
             .flag("via-plugins", "dial through the external plugins also for names Postern implements itself (obfs4 through obfs4proxy)"),
             .flag("bootstrap", "also bootstrap tor through each bridge alone (a child postern run per bridge)"),
             .value("bootstrap-timeout", "SECONDS", "limit for each bootstrap (default 120)"),
+            .flag("deep", "also a transfer through each bridge alone, long enough to see a freeze (a child postern run per bridge)"),
+            .value("deep-url", "URL", "http:// URL downloaded through each bridge after its deep bootstrap"),
+            .value("deep-bytes", "N", "bytes of the --deep-url download at most (default 1048576)"),
+            .value("deep-timeout", "SECONDS", "limit for each deep check, bootstrap and download together (default 60)"),
             .value("tor-options-file", "FILE", "extra tor options for the bootstrap children (private test networks)"),
             .flag("json", "print the results as JSON"),
         ],
@@ -58,6 +66,18 @@ struct BridgesTestCommand {
                 throw invocation.usageError("--transport: '\(name)' is not a transport name")
             }
             transportFilter = transport
+        }
+        let deepTimeout = Duration.milliseconds(Int64(try number("deep-timeout", default: 60, range: 1...3600) * 1000))
+        let deepBytes = try invocation.wholeNumber("deep-bytes", default: 1_048_576, range: 1...1_073_741_824)
+        var deepURL: ProbeFetch.Target?
+        if let text = arguments.value("deep-url") {
+            do throws(TrialError) { deepURL = try ProbeFetch.Target(parsing: text) } catch {
+                throw invocation.usageError("--deep-url must be an http:// URL with a host (https is not supported), not '\(text)'")
+            }
+        }
+        if !arguments.flag("deep"), arguments.value("deep-url") != nil || arguments.value("deep-bytes") != nil
+            || arguments.value("deep-timeout") != nil {
+            throw invocation.usageError("--deep-url, --deep-bytes and --deep-timeout go with --deep")
         }
         let torOptionsFile = try invocation.checkedTorOptionsFile()
         let selection = try requestedSelection()
@@ -92,6 +112,11 @@ struct BridgesTestCommand {
             batch = BootstrapCheck.Batch(plugins: plugins, timeout: bootstrapTimeout, torOptionsFile: torOptionsFile,
                                          unsafeLogging: invocation.unsafeLogging)
         }
+        var deepBatch: DeepCheck.Batch?
+        if arguments.flag("deep") {
+            deepBatch = DeepCheck.Batch(plugins: plugins, timeout: deepTimeout, download: deepURL, maximumBytes: deepBytes,
+                                        torOptionsFile: torOptionsFile, unsafeLogging: invocation.unsafeLogging)
+        }
         let output = invocation.output
         let check = BridgeHealthCheck(registry: registry, timeout: timeout, parallel: parallel, policy: policy)
         let total = candidates.count
@@ -99,11 +124,18 @@ struct BridgesTestCommand {
             let outcome = await batch.run(through: candidate.line)
             return BridgeHealth.Step(result: outcome.succeeded ? .ok : .failed, milliseconds: outcome.milliseconds, detail: outcome.detail)
         } }
+        let deepStep = deepBatch.map { batch in { @Sendable (candidate: Candidate) -> BridgeHealth.Transfer in
+            let check = await batch.run(through: candidate.line)
+            return BridgeHealth.Transfer(verdict: check.verdict.rawValue, detail: check.detail, milliseconds: check.milliseconds,
+                                         bootstrapMilliseconds: check.bootstrapMilliseconds, bridgeBytes: check.bridgeBytes,
+                                         frozeAfterBytes: check.frozeAfterBytes, downloadedBytes: check.downloadedBytes,
+                                         kilobitsPerSecond: check.kilobitsPerSecond)
+        } }
         // Ctrl-C or SIGTERM cancels the check: the bootstrap children are stopped, and the work
         // directory with their bridge lines goes with the batch before we exit.
         let stop = SignalWaiter(signals: [SIGINT, SIGTERM])
         let checking = Task {
-            await check.report(candidates, bootstrap: bootstrapStep,
+            await check.report(candidates, bootstrap: bootstrapStep, deep: deepStep,
                                progress: { count in output.progress("testing bridges: \(count)/\(total) done") })
         }
         let watcher = Task {
@@ -117,7 +149,7 @@ struct BridgesTestCommand {
         await registry.stopPlugins()
         if checking.isCancelled {
             // The batch (and its work directory) goes when this returns, before the process exits.
-            throw CommandFailure("interrupted: the checks were stopped\(bootstrapStep == nil ? "" : " and the bootstrap children with their work directory removed")")
+            throw CommandFailure("interrupted: the checks were stopped\(bootstrapStep == nil && deepStep == nil ? "" : " and the bootstrap children with their work directory removed")")
         }
         try invocation.render(report, text: report.text)
         return report.dead > 0 ? 1 : 0
