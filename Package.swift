@@ -78,7 +78,8 @@ let package = Package(
         .target(name: "TurboTunnel", dependencies: ["PosternSystem"], path: "Sources/Transports/TurboTunnel"),
         // The dnstt client's codecs so far (issue #23): bridge-line rules and options, DNS messages, dnstt's
         // queries and responses, its Noise framing (Noise NK itself is PosternCrypto's). Not dialled yet.
-        .target(name: "DnsttTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "TurboTunnel"],
+        .target(name: "DnsttTransport", dependencies: ["PosternSystem", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportWire", "TurboTunnel",
+                                                     "TransportTLS"],
                 path: "Sources/Transports/DnsttTransport"),
         // The snowflake client; its own byte streams inside, TransportBase's PluggableTransport outside.
         // HTTPS to the broker, its fronts and the AMP cache, and WebRTC's DTLS, through TransportTLS (NSS).
@@ -167,7 +168,8 @@ let package = Package(
         .testTarget(name: "TurboTunnelTests", dependencies: ["TurboTunnel"], path: "Tests/TurboTunnelTests"),
         // The dnstt codecs against the dnstt notes' §7 vectors (upstream dns.go, the Noise handshake) and Vectors/dnstt-go.json
         // (flynn/noise, kcp-go and the bed's DNS codec: Tests/Support/dnstt-testbed/vectors).
-        .testTarget(name: "DnsttTests", dependencies: ["DnsttTransport", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportTLS", "TurboTunnel"],
+        .testTarget(name: "DnsttTests", dependencies: ["DnsttTransport", "PosternCrypto", "PosternLinkSpec", "TransportBase", "TransportTLS", "TurboTunnel",
+                                                      "TransportWire", "PosternTestSupport", "TransportTestSupport"],
                     path: "Tests/DnsttTests", resources: [.copy("Vectors")]),
         .testTarget(name: "CLITests", dependencies: ["PosternTestSupport"], path: "Tests/CLITests"),
         // PosternCrypto alone: BLAKE2s against RFC 7693, Python's hashlib and OpenSSL (COpenSSL, the test's
@@ -218,6 +220,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("DnsttDownstreamFuzzer", ["DnsttTransport"]),
     ("NoiseFrameFuzzer", ["DnsttTransport", "PosternCrypto"]),
     ("DnsttSessionFuzzer", ["DnsttTransport", "PosternCrypto", "TurboTunnel"]),
+    ("DoHResponseFuzzer", ["DnsttTransport"]),
 ]
 package.targets += [
     .target(name: "FuzzerEntry", path: "Fuzz/Entry"),

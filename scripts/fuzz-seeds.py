@@ -229,3 +229,18 @@ seed("DnsttSessionFuzzer", "replayed", bytes(b for k in range(24) for b in (0, 3
 seed("DnsttSessionFuzzer", "forged", session_rounds + bytes([2, 0, 3, 1, 2, 3]) + bytes([3, 2, 0, 0, 64, 0, 1, 5, 0, 3]) + b"abc"
      + bytes([0, 3, 0, 200]) + bytes([0, 0, 5]) + b"\x00\x30xyz" + bytes([1]))
 seed("NoiseFrameFuzzer", "sealed-flip", bytes([1, 1, 7]) + bytes([0x00, 0x20]) + bytes([0, 100, 0, 8]))
+# DoHResponseFuzzer (DoHLinkTests' answers): mode 0 raw bytes (a size chunk, then the answer), mode 1
+# built answers (shape: framing in the low bits, content type in the high; status pick; read sizes;
+# chunk sizes; body), mode 2 Retry-After values.
+seed("DoHResponseFuzzer", "chunked-continue", bytes([0, 2, 7, 3]) + b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"
+     b"Content-Type: application/dns-message\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nX-T: 1\r\n\r\n")
+seed("DoHResponseFuzzer", "rate-limited", bytes([0, 1, 5]) + b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: 2\r\nContent-Length: 4\r\n\r\nslow")
+seed("DoHResponseFuzzer", "until-close", bytes([0, 0]) + b"HTTP/1.0 200 OK\r\nContent-Type: application/dns-message\r\n\r\n\x12\x34\x81\x80")
+seed("DoHResponseFuzzer", "too-long", bytes([0, 0]) + b"HTTP/1.1 200 OK\r\nContent-Length: 64001\r\n\r\n")
+seed("DoHResponseFuzzer", "built-length", bytes([1, 0x00, 0, 2, 3, 9, 1, 5]) + bytes(range(60)))
+seed("DoHResponseFuzzer", "built-chunked", bytes([1, 0x11, 1, 1, 7, 2, 1, 3]) + bytes(range(200)))
+seed("DoHResponseFuzzer", "built-close", bytes([1, 0x22, 3, 0, 0]) + bytes(40))
+seed("DoHResponseFuzzer", "retry-seconds", bytes([2]) + b"120")
+seed("DoHResponseFuzzer", "retry-imf", bytes([2]) + b"Fri, 15 Jan 2027 08:00:00 GMT")
+seed("DoHResponseFuzzer", "retry-rfc850", bytes([2]) + b"Friday, 15-Jan-27 08:00:00 GMT")
+seed("DoHResponseFuzzer", "retry-asctime", bytes([2]) + b"Fri Jan 15 08:00:00 2027")
