@@ -36,6 +36,9 @@ public enum Transports {
         Builtin(rules: WebtunnelArgumentRules()) { handshake in
             handshake.map { WebtunnelTransport(connectTimeout: $0, resolveTimeout: $0, handshakeTimeout: $0) } ?? WebtunnelTransport()
         },
+        Builtin(rules: DnsttArgumentRules()) { handshake in
+            handshake.map { DnsttTransport(handshakeTimeout: $0, resolveTimeout: $0) } ?? DnsttTransport()
+        },
     ]
 
     /// The names Postern implements itself.
@@ -48,9 +51,6 @@ public enum Transports {
     public static let argumentRules = BridgeArgumentRulebook(builtins.map(\.rules) + [
         // Plugin-only (no Postern module), so its rules live in BridgeConfig.
         MeekLiteArgumentRules(),
-        // Postern checks dnstt lines (issue #23) before it can dial them: until DnsttTransport joins
-        // `builtins`, a dnstt line runs through a plugin like any other transport Postern lacks.
-        DnsttArgumentRules(),
     ])
 
     /// Postern's transports and the user's `plugins`. Plugins keep their state in

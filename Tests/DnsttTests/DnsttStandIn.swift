@@ -143,15 +143,41 @@ enum DnsttPoll {
 enum DnsttTestBed {
     static let values: [String: String]? = {
         guard let path = ProcessInfo.processInfo.environment["POSTERN_TESTBED_ENV"],
-              FileManager.default.fileExists(atPath: path),
-              let result = try? ProcessRunner.runBlocking(URL(fileURLWithPath: "/bin/bash"),
-                                                          ["-c", "set -a; source \"$1\"; env -0", "_", path]),
-              result.status == 0 else { return nil }
+              let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        // Read here, not by a bash child: a test outside IntegrationTests must not hold a thread
+        // of the cooperative pool waiting on a child (ProcessRunnerTests).
         var values: [String: String] = [:]
-        for entry in result.stdout.split(separator: "\0") where entry.hasPrefix("TB_") {
-            guard let equals = entry.firstIndex(of: "=") else { continue }
-            values[String(entry[..<equals])] = String(entry[entry.index(after: equals)...])
+        for line in text.split(separator: "\n") where line.hasPrefix("TB_") {
+            guard let equals = line.firstIndex(of: "="),
+                  let value = unquote(line[line.index(after: equals)...]) else { continue }
+            values[String(line[..<equals])] = value
         }
         return values["TB_DNSTT"] == "1" ? values : nil
     }()
+
+    /// One value as bash's `printf %q` wrote it: backslash escapes and '...' quoting; nil for the
+    /// `$'...'` form (control characters), which no value these tests read needs.
+    static func unquote(_ text: Substring) -> String? {
+        var out = ""
+        var index = text.startIndex
+        var quoted = false
+        while index < text.endIndex {
+            let character = text[index]
+            if quoted {
+                if character == "'" { quoted = false } else { out.append(character) }
+            } else if character == "'" {
+                quoted = true
+            } else if character == "\\" {
+                index = text.index(after: index)
+                guard index < text.endIndex else { return nil }
+                out.append(text[index])
+            } else if character == "$", text[text.index(after: index)...].hasPrefix("'") {
+                return nil
+            } else {
+                out.append(character)
+            }
+            index = text.index(after: index)
+        }
+        return quoted ? nil : out
+    }
 }

@@ -36,9 +36,6 @@ extension DnsttError.Code {
     public static let closed = Self("closed")
     /// The resolver link failed (a socket error, the resolver unreachable).
     public static let linkFailed = Self("link-failed")
-    /// This build cannot reach the resolver the bridge line names (DoT and DoH links are built
-    /// separately, docs/plans/DNSTT.md §4 commits 8-10).
-    public static let resolverUnsupported = Self("resolver-unsupported")
 }
 
 extension DnsttError {

@@ -12,9 +12,9 @@ import TransportBase
 /// endpoint tor asks for is ignored: a dnstt bridge's address is a placeholder, and the server
 /// pipes the stream to its own bridge.
 ///
-/// Resolver paths: `udp=` here (UDPLink). `dot=` and `doh=` links are built separately
-/// (docs/plans/DNSTT.md §4, commits 8-10) and join in ``resolverLink(for:context:resolveTimeout:)``;
-/// until then such a line fails with `dnstt-resolver-unsupported`.
+/// Resolver paths (``resolverLink(for:context:resolveTimeout:)``): `udp=` (UDPLink, never through
+/// an upstream proxy), `dot=` (DoTLink) and `doh=` (DoHLink, HTTP/2 or HTTP/1.1), both through the
+/// session's dialer with the Firefox ESR hello.
 public struct DnsttTransport: PluggableTransport {
     public typealias Configuration = DnsttOptions
 
@@ -90,10 +90,12 @@ public struct DnsttTransport: PluggableTransport {
                 address = first
             }
             return try UDPLink.connect(to: address)
-        case .dot:
-            throw DnsttError(code: .resolverUnsupported, kind: .invalidInput, message: "this build of Postern cannot use dot= resolvers yet")
-        case .doh:
-            throw DnsttError(code: .resolverUnsupported, kind: .invalidInput, message: "this build of Postern cannot use doh= resolvers yet")
+        case .dot(let host, let port):
+            // Through the session's dialer (an upstream proxy is honoured), the Firefox ESR hello;
+            // the system's trust store (SSL_CERT_FILE honoured).
+            return try await DoTLink.connect(host: host, port: port, dialer: context.dialer)
+        case .doh(let url):
+            return try await DoHLink.connect(url: url, dialer: context.dialer)
         }
     }
 }
