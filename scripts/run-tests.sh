@@ -182,8 +182,9 @@ solo_tests='linkProfileCheckMeasuresTheProfile|abRanks|abFindsNoClearBootstrapDi
 # The longest of the rest start first (measured in the fresh-clone runs; the rest take under 35 s),
 # so that the two queues end close together. The embedding example's test comes last: it needs the
 # background build of the example to have ended.
-long_tests=(censorScenariosHoldForPlainTorClients wholeRunSendsOnlyToItsRoute abTrialsCompareRoutesUnderBlockTor
-  aHostileRelayDoesNotStopTheGoodOne connectionAssistMovesOnFromAHostileObfs4Bridge ptClientSurvivesHostileBrokers)
+long_tests=(censorScenariosHoldForPlainTorClients fetAtTheMeasuredRateIsReadyInEveryRun wholeRunSendsOnlyToItsRoute
+  abTrialsCompareRoutesUnderBlockTor aHostileRelayDoesNotStopTheGoodOne connectionAssistMovesOnFromAHostileObfs4Bridge
+  ptClientSurvivesHostileBrokers)
 bed_queue="$run_dir/bed-queue"
 {
   for name in "${long_tests[@]}"; do printf '%s\n' "${bed_tests[@]}" | grep -F "/$name(" || true; done
