@@ -1,4 +1,5 @@
 import Foundation
+import PosternLinkSpec
 import PosternTor
 import Synchronization
 import TransportBase
@@ -40,13 +41,15 @@ package final class AssistRunner: Sendable {
     private let notify: @Sendable (AssistNotice) -> Void
     /// The session's connections (``FlowLedger``): what ``CensorReader`` reads; nil: none.
     private let flows: FlowLedger?
+    /// Transports whose dials for tor report to `flows` (the session's in-process ones).
+    private let inProcess: Set<TransportName>
 
     /// - Parameters:
     ///   - routeKeys: the option keys a route may set; each route resets them (and the network
     ///     switch) before setting its own.
     ///   - routeOptions: a route's tor options (bridges, transport plugins).
     package init(tor: any TorControlling, stateDirectory: URL, strategy: AssistStrategy = .race, probes: AssistProbes?,
-                 flows: FlowLedger? = nil, routeKeys: [String], routeOptions: @escaping RouteOptions,
+                 flows: FlowLedger? = nil, inProcess: Set<TransportName> = [], routeKeys: [String], routeOptions: @escaping RouteOptions,
                  notify: @escaping @Sendable (AssistNotice) -> Void,
                  onSnapshot: @escaping @Sendable (AssistSnapshot) -> Void) {
         self.tor = tor
@@ -57,6 +60,7 @@ package final class AssistRunner: Sendable {
         self.strategy = strategy
         self.probes = probes
         self.flows = flows
+        self.inProcess = inProcess
         self.onSnapshot = onSnapshot
         let memory = AssistMemory.read(in: stateDirectory)
         self.memory = Mutex(memory)
@@ -90,7 +94,7 @@ package final class AssistRunner: Sendable {
             return { @Sendable endpoint in await connect(endpoint) }
         }
         let assistant = ConnectionAssistant(routes: plan.routes, tor: tor, clock: ContinuousClock(), strategy: strategy,
-                                            probe: probe, flows: flows, confirm: confirm, remembered: plan.remembered) { route in
+                                            probe: probe, flows: flows, inProcess: inProcess, confirm: confirm, remembered: plan.remembered) { route in
             try await tor.reconfigure(try routeOptions(route) + [try TorOption(Self.networkSwitch, "0")], resetting: managedKeys)
         }
         let updates = await assistant.updates()

@@ -25,9 +25,22 @@ public struct ConfirmConnect: Sendable {
     /// gate for ``RouteDiagnosis/holds``: a detector's block lasts about 180 s, and tor's redials
     /// into it would only be more connections the censor counts (issue #22: at most 2 to a
     /// protocol-blocked bridge).
+    ///
+    /// While the connect waits for its answer (at most `timeout`), the address is held in the
+    /// gate too: tor redials a bridge within a second or two of a reset, and each redial into a
+    /// block the censor just set is one more connection it counts. The confirm itself takes the
+    /// gate's place first (no confirm while a probe's or tor's connection to the address is open,
+    /// none into a pause), then connects past the hold it set. An answer in time leaves the short
+    /// hold to expire on its own (at most `timeout` after the connect began).
     public func callAsFunction(_ endpoint: TransportEndpoint) async -> CensorReader.Confirmation? {
+        var pass: EndpointGate.Pass?
+        defer { pass?.release() }
         do {
-            let socket = try await dialer.connect(to: endpoint, timeout: timeout)
+            if let gate = dialer.gate {
+                pass = try await gate.admit(endpoint, as: .probe)
+                gate.hold(endpoint, for: timeout)
+            }
+            let socket = try await dialer.gated(by: nil).connect(to: endpoint, timeout: timeout)
             socket.close()
             return .answered
         } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import PosternLinkSpec
 import PosternTor
 import TransportBase
 
@@ -136,6 +137,10 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     /// SYN per address comes from here.
     static var confirmLimit: Int { 8 }
     private var confirmNotBefore: [TransportEndpoint: Duration] = [:]
+    /// Transports whose dials for tor run in this process and report to `flows`: the route being
+    /// applied with one of them is not probed (tor's own dial is the evidence, and a probe of the
+    /// same ip:port at the same moment would only hand a censor a second flow to judge).
+    private let inProcess: Set<TransportName>
     /// Typed dial errors kept per route (the latest).
     static var dialErrorLimit: Int { 16 }
     static var reprobeDelay: Duration { .seconds(2) }
@@ -147,7 +152,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
     public init(routes: [AssistRoute], tor: any TorControlling, clock: C, backoff: RouteSelector.Backoff = .standard,
                 tickInterval: Duration = .milliseconds(250), strategy: AssistStrategy = .sequential,
                 judge: FailureJudge = FailureJudge(), probe: RouteProbe? = nil, probeConcurrency: Int = 3,
-                flows: FlowLedger? = nil, confirm: Confirm? = nil, remembered: [String: RememberedDiagnosis] = [:],
+                flows: FlowLedger? = nil, inProcess: Set<TransportName> = [], confirm: Confirm? = nil, remembered: [String: RememberedDiagnosis] = [:],
                 wallClock: Date = Date(), apply: @escaping Apply) {
         selector = RouteSelector(routes: routes, backoff: backoff, strategy: strategy, judge: judge)
         // Diagnoses of earlier runs on this network: the selector skips their routes while they hold.
@@ -169,6 +174,7 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
         self.probe = strategy == .race ? probe : nil
         self.probeConcurrency = max(1, probeConcurrency)
         self.flows = flows
+        self.inProcess = flows == nil ? [] : inProcess
         self.confirm = confirm
     }
 
@@ -312,6 +318,9 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
                 guard let key = RouteEvidence.routeKey(of: flow, routes: routes, addresses: addresses, current: current),
                       let route = routes.first(where: { $0.key == key }),
                       RouteEvidence.needsConfirmation(flow, transport: route.transport) else { continue }
+                // One confirm source per address: a probe confirms its own reset, so its flow waits
+                // for the probe's result (taken above); ours only if the probe ended without one.
+                if flow.origin == .probe, probesInFlight.keys.contains(where: { $0.hasSuffix("|\(key)") }) { continue }
                 // Without the probe's answer (its result not in yet, or held back), ours goes through
                 // the gate, which holds it back while the probe's own connection to the address is
                 // open (no packet: nil, tried again a second later). Any answer that cost a SYN is
@@ -364,6 +373,10 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
             reprobeDue[key] = nil
             let inFlightKey = "\(cycle)|\(key)"
             guard probesInFlight[inFlightKey] == nil, let route = selector.routes.first(where: { $0.key == key }) else { continue }
+            // The route tor is applying through an in-process transport: its dials are in the
+            // ledger, and the diagnosis reads them; a probe would be a second connection to the
+            // same ip:port at the same moment (issue #22: at most 2 to a protocol-blocked bridge).
+            if key == selector.currentRoute?.key, let transport = route.transport, inProcess.contains(transport) { continue }
             selector.probeStarted(forKey: key, cycle: cycle)
             probesInFlight[inFlightKey] = Task { [weak self] in
                 let result = await probe(route)

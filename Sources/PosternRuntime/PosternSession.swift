@@ -142,6 +142,7 @@ public final class PosternSession: Sendable {
         emitBox.withLock { $0 = emit }
         let settingsSource = source
         assist = AssistRunner(tor: tor, stateDirectory: source.stateDirectory, strategy: options.assistStrategy, probes: probes, flows: flows,
+                              inProcess: Set(registry.names),
                               routeKeys: RoutePlan.managedKeys, routeOptions: { route in try settingsSource.plan(for: route).options },
                               notify: { notice in Self.relay(notice, eventLog: eventLog, emit: emit) }) { snapshot in
             shared.state.withLock {

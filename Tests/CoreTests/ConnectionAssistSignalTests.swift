@@ -2,6 +2,7 @@ import BridgeConfig
 import Foundation
 import PosternLinkSpec
 import Testing
+import TransportBase
 @testable import ConnectionAssist
 @testable import PosternTor
 
@@ -353,5 +354,35 @@ import Testing
         #expect(Set(snapshot.probes?.map(\.routeKey) ?? []) == ["direct", "obfs4:yours", "snowflake:built-in"])
         driver.cancel()
         await driver.value
+    }
+
+    actor Probed {
+        private(set) var keys: [String] = []
+        func append(_ key: String) { keys.append(key) }
+    }
+
+    /// Issue 22 (at most 2 connections to a protocol-blocked obfs4 bridge): the route tor is
+    /// applying through an in-process transport is not probed (tor's own dial, in the ledger, is
+    /// the evidence); the other routes are. Without the in-process set it is probed, as before.
+    @Test func theRouteBeingAppliedInProcessIsNotProbed() async throws {
+        let all = ConnectionAssistSignalTests.routes()
+        let routes = [all[1], all[2], all[0]]
+        for inProcess: Set<TransportName> in [[.obfs4], []] {
+            let probed = Probed()
+            let assistant = ConnectionAssistant(routes: routes, tor: TorManager(), clock: ManualClock(), tickInterval: .seconds(1),
+                                                strategy: .race, probe: { route in
+                await probed.append(route.key)
+                return ProbeResult(outcome: .failed, milliseconds: 3000, steps: [], peersTried: 1, peersAnswered: 0, problem: .timeout)
+            }, flows: FlowLedger(), inProcess: inProcess) { _ in }
+            let driver = Task { await assistant.run() }
+            let expected = inProcess.isEmpty ? 3 : 2
+            for _ in 0..<2000 where await probed.keys.count < expected { try await Task.sleep(for: .milliseconds(1)) }
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(await assistant.snapshot.routeKey == "obfs4:yours")
+            let keys = Set(await probed.keys)
+            #expect(keys == (inProcess.isEmpty ? ["obfs4:yours", "snowflake:built-in", "direct"] : ["snowflake:built-in", "direct"]), "\(keys)")
+            driver.cancel()
+            await driver.value
+        }
     }
 }
