@@ -256,7 +256,7 @@ struct AssistBenchmark {
         say("")
         say("connection assist under issue 22's censors, --bridge lines only: time to ready / time to verdict (s), fresh state and a fresh censor each run")
         say("(verdict: the first diagnosis of a route the censor blocks, or every route failed; blocked: connections the censor blocked in the run)")
-        say("scenario               oracle (route)        race (route)                          race verdict      sequential (route)                    sequential verdict")
+        say("scenario               oracle (route)        race (route)          race verdict      sequential (route)    sequential verdict")
         var rows: [(CensorScenario, Timing, Timing, Timing)] = []
         for (index, scenario) in scenarios.enumerated() {
             let socks = 39_580 + index * 3
@@ -281,7 +281,8 @@ struct AssistBenchmark {
         for (scenario, oracle, race, sequential) in rows {
             func verdict(_ t: Timing) -> String { t.verdict.map { String(format: "%.1f s", $0) + " (\(t.verdictRoute))" } ?? "none" }
             func blocked(_ t: Timing) -> String { t.blocked.map(String.init) ?? "?" }
-            var line = "RESULT assist \(scenario.censor): ready oracle \(Self.figure(oracle.seconds)) (\(oracle.route)), race \(Self.figure(race.seconds)), sequential \(Self.figure(sequential.seconds))"
+            var line = "RESULT assist \(scenario.censor): ready oracle \(Self.figure(oracle.seconds)) (\(oracle.route)), race \(Self.figure(race.seconds)) (\(Self.transport(race.route)))"
+                + ", sequential \(Self.figure(sequential.seconds)) (\(Self.transport(sequential.route)))"
             line += "; verdict race \(verdict(race)), sequential \(verdict(sequential))"
             line += "; race - oracle \(Self.delta(race.seconds, oracle.seconds)) (goal <= +\(Int(scenario.slack)) s \(Self.met(race.seconds, oracle.seconds, scenario.slack)))"
             line += "; censor blocked \(blocked(oracle))/\(blocked(race))/\(blocked(sequential)) connections (oracle/race/sequential)"
@@ -289,16 +290,22 @@ struct AssistBenchmark {
         }
     }
 
+    /// The transport of a route label ("bridges (snowflake, command line)" -> "snowflake").
+    static func transport(_ route: String) -> String {
+        guard let open = route.range(of: "("), let comma = route[open.upperBound...].range(of: ",") else { return route }
+        return String(route[open.upperBound..<comma.lowerBound])
+    }
+
     private func censorLine(_ censor: String, _ oracle: Timing, _ race: Timing, _ sequential: Timing) -> String {
         func cell(_ t: Timing, _ width: Int) -> String {
             let text = t.seconds.map { String(format: "%6.1f", $0) } ?? "  none"
-            return "\(text) (\(t.route))".padding(toLength: width, withPad: " ", startingAt: 0)
+            return "\(text) (\(Self.transport(t.route)))".padding(toLength: width, withPad: " ", startingAt: 0)
         }
         func verdict(_ t: Timing) -> String {
             let text = t.verdict.map { String(format: "%6.1f", $0) } ?? "  none"
             return "\(text) (\(t.verdictRoute))".padding(toLength: 18, withPad: " ", startingAt: 0)
         }
-        return censor.padding(toLength: 23, withPad: " ", startingAt: 0) + cell(oracle, 22) + cell(race, 38) + verdict(race) + cell(sequential, 38) + verdict(sequential)
+        return censor.padding(toLength: 23, withPad: " ", startingAt: 0) + cell(oracle, 22) + cell(race, 22) + verdict(race) + cell(sequential, 22) + verdict(sequential)
     }
 
     private func line(_ censor: String, _ oracle: Timing, _ race: Timing, _ sequential: Timing) -> String {
