@@ -38,7 +38,8 @@ demo: deps
 # `postern run` RSS vs tor + obfs4proxy through the same obfs4 bridge, and our snowflake client vs
 # Debian's snowflake-client (bootstrap, channel, first byte, throughput); then the RESULT ratios.
 # Then connection assist: time to ready under none, block-tor, block-tor-and-bridges for the race and
-# sequential strategies and the working route alone (its own test bed).
+# sequential strategies and the working route alone (its own test bed), then under issue 22's fet
+# (P = 100 %), freeze and burst with time to verdict as well (about 4 min more).
 bench: deps
 	scripts/bench.sh
 	scripts/bench-assist.sh

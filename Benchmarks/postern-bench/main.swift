@@ -365,15 +365,24 @@ case "webtunnel":
         exit(1)
     }
 case "assist":
+    var only: Set<String>?
+    let words = Array(arguments.dropFirst())
+    if let at = words.firstIndex(of: "--only") {
+        guard at + 1 < words.count else {
+            FileHandle.standardError.write(Data("postern-bench: --only takes censor names, e.g. fet,freeze,burst\n".utf8))
+            exit(64)
+        }
+        only = Set(words[at + 1].split(separator: ",").map(String.init))
+    }
     do {
-        try AssistBenchmark().run()
+        try AssistBenchmark(only: only).run()
     } catch {
         FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
         exit(1)
     }
 case "--help", "-h", "help":
-    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory   (inside the test bed)\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench tls [--handshakes N] [--rounds N] [--only firefox-esr|randomized-alpn|randomized-noalpn|openssl]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]   (inside the test bed; POSTERN_BINARY, POSTERN_BASELINE)\n       postern-bench assist   (inside the test bed: scripts/bench-assist.sh)")
+    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory   (inside the test bed)\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench tls [--handshakes N] [--rounds N] [--only firefox-esr|randomized-alpn|randomized-noalpn|openssl]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]   (inside the test bed; POSTERN_BINARY, POSTERN_BASELINE)\n       postern-bench assist [--only none,block-tor,block-tor-and-bridges,fet,freeze,burst]   (inside the test bed: scripts/bench-assist.sh)")
 default:
-    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n       postern-bench tls [--handshakes N] [--rounds N]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]\n       postern-bench assist\n".utf8))
+    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n       postern-bench tls [--handshakes N] [--rounds N]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]\n       postern-bench assist [--only CENSOR,...]\n".utf8))
     exit(64)
 }
