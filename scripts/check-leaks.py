@@ -50,7 +50,8 @@ def secrets_of(line):
         if len(word) == 40 and all(c in "0123456789abcdefABCDEF" for c in word):
             found.append((word, "fingerprint"))
         key, equals, value = word.partition("=")
-        if equals and len(value) > 20 and key in ("cert", "fingerprint"):
+        # A dnstt server's public key is as secret as an obfs4 cert: it names the tunnel's server.
+        if equals and len(value) > 20 and key in ("cert", "fingerprint", "pubkey"):
             found.append((value, key))
         # A webtunnel url's path is the bridge's secret (the host is an ordinary web site).
         if equals and key == "url" and line.startswith("webtunnel ") and "://" in value:
@@ -169,14 +170,14 @@ def self_test():
                     "url=https://broker.test/\\ ampcache=https://amp.test/\\ fronts=127.0.5.4\\ ice=stun:127.0.5.2:3478\n")
             f.write(f"TB_BRIDGE_WEBTUNNEL=webtunnel\\ \\[2001:db8:5e1c::1\\]:443\\ {'AB' * 20}\\ "
                     "url=https://webtunnel.test/wt-0123456789abcdef\\ ver=0.0.1\n")
-            f.write(f"TB_BRIDGE_DNSTT_UDP=dnstt\\ 192.0.2.4:3\\ {'AB' * 20}\\ udp=198.51.100.53:53\\ domain=t.postern.test\n")
+            f.write(f"TB_BRIDGE_DNSTT_UDP=dnstt\\ 192.0.2.4:3\\ {'AB' * 20}\\ udp=198.51.100.53:53\\ pubkey={'5e' * 32}\\ domain=t.postern.test\n")
         secrets = load_secrets(env)
         if any(s.startswith(("ampcache=", "url=", "fronts=", "ice=")) for s, _, _ in secrets):
             failures.append(f"rendezvous arguments taken for bridge secrets: {[s for s, _, _ in secrets if '=' in s]}")
         if "webtunnel.test" in {s for s, _, _ in secrets}:
             failures.append("a webtunnel url's host (an ordinary web site) taken for a secret")
         kinds = sorted({kind for _, kind, _ in secrets})
-        if kinds != ["address", "cert", "fingerprint", "host", "webtunnel path"]:
+        if kinds != ["address", "cert", "fingerprint", "host", "pubkey", "webtunnel path"]:
             failures.append(f"secret kinds {kinds}")
         run = os.path.join(scratch, "run")
         tor = os.path.join(run, "tmp/postern-x/state/tor")
@@ -215,6 +216,7 @@ def self_test():
             ("tmp/postern-x/bridges.json.bak", f"{'CD' * 20}", "fingerprint"),
             ("kept/batch/.dat.nosync02.def", f"cert={cert}", "cert"),
             ("logs/webtunnel.log", "GET /wt-0123456789abcdef HTTP/1.1", "webtunnel path"),
+            ("logs/dnstt-key.log", f"server key {'5e' * 32}", "pubkey"),
         ]:
             write(relative, text)
             leaks, _, _ = scan([run], secrets)
@@ -223,7 +225,7 @@ def self_test():
             write(relative, "clean\n")
     for failure in failures:
         print(f"check-leaks self-test: FAIL {failure}")
-    print(f"check-leaks self-test: {'FAIL' if failures else 'PASS'} (10 planted leaks, 1 clean tree)")
+    print(f"check-leaks self-test: {'FAIL' if failures else 'PASS'} (11 planted leaks, 1 clean tree)")
     return 1 if failures else 0
 
 
