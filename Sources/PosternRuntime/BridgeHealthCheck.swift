@@ -2,6 +2,7 @@ import BridgeConfig
 import ConnectionAssist
 import Foundation
 import PosternLinkSpec
+import DnsttTransport
 import Synchronization
 import TransportBase
 import TransportWire
@@ -47,8 +48,14 @@ public struct BridgeHealth: Codable, Sendable {
     public var tls: Step?
     /// webtunnel only: the upgrade request on the secret path and the server's answer.
     public var upgrade: Step?
-    /// The transport's own handshake (obfs4: the server's reply verified with the cert).
+    /// dnstt only: the resolver reached (udp: a DNS answer came back; dot, doh: TLS with the
+    /// resolver verified and a DNS answer came back).
+    public var resolver: Step?
+    /// The transport's own handshake (obfs4: the server's reply verified with the cert; dnstt: the
+    /// Noise handshake).
     public var handshake: Step
+    /// dnstt only: the stream's opening acknowledged by the server.
+    public var stream: Step?
     /// A bootstrap through this bridge alone, when the caller asked for one.
     public var bootstrap: Step?
     /// The deep check (`--deep`: a transfer through this bridge alone, long enough to see a
@@ -180,6 +187,10 @@ public struct BridgeHealthCheck: Sendable {
         if line.transport.rawValue == "webtunnel",
            let transport = registry.transport(named: WebtunnelTransport.transportName) as? WebtunnelTransport {
             return await checkWebtunnel(line, transport: transport, health: health, timeout: timeout)
+        }
+        if line.transport.rawValue == "dnstt",
+           let transport = registry.transport(named: DnsttTransport.transportName) as? DnsttTransport {
+            return await checkDnstt(line, transport: transport, health: health, timeout: timeout)
         }
         let endpoint = try? TransportEndpoint(parsing: line.address.description)
         let isSnowflake = line.transport.rawValue == "snowflake"

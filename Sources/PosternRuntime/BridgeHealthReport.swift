@@ -41,18 +41,23 @@ public struct BridgeHealthReport: Encodable, Sendable {
     }
 
     /// A row per bridge: ID, TRANSPORT, TCP, TLS (only when a webtunnel bridge was tested: its
-    /// HANDSHAKE is then the upgrade and the 101), HANDSHAKE, BOOTSTRAP (when asked for), STATUS
+    /// HANDSHAKE is then the upgrade and the 101), RESOLVER (only when a dnstt bridge was tested:
+    /// its HANDSHAKE is then Noise's), HANDSHAKE, STREAM (dnstt's stream opening, with RESOLVER), BOOTSTRAP (when asked for), STATUS
     /// ("alive" or "FAILED: what was seen": a failed step shows what happened, not that the bridge
     /// is gone, which a censor's refusal or silence cannot tell) and the BRIDGE line.
     public var table: String {
         let showsTLS = bridges.contains { $0.tls != nil }
-        var header = ["ID", "TRANSPORT", "TCP"] + (showsTLS ? ["TLS"] : []) + ["HANDSHAKE"]
+        let showsDnstt = bridges.contains { $0.resolver != nil || $0.stream != nil }
+        var header = ["ID", "TRANSPORT", "TCP"] + (showsTLS ? ["TLS"] : []) + (showsDnstt ? ["RESOLVER"] : []) + ["HANDSHAKE"]
+            + (showsDnstt ? ["STREAM"] : [])
         if bootstrapped { header.append("BOOTSTRAP") }
         if deep { header.append("DEEP") }
         header += ["STATUS", "BRIDGE"]
         let rows = bridges.map { health -> [String] in
             var row = [health.id, health.transport, Self.cell(health.tcp)] + (showsTLS ? [Self.cell(health.tls)] : [])
+                + (showsDnstt ? [Self.cell(health.resolver)] : [])
             row.append(Self.cell(health.handshake))
+            if showsDnstt { row.append(Self.cell(health.stream)) }
             if bootstrapped { row.append(Self.cell(health.bootstrap)) }
             if deep { row.append(health.transfer?.verdict ?? Self.cell(health.deep)) }
             row += [health.alive ? "alive" : "FAILED: \(health.reason ?? "?")", health.bridge]

@@ -45,6 +45,25 @@ import Testing
         #expect(report.summary == "2 bridges tested in 3.0 s: 1 alive, 1 failed" && !report.scrubbed)
     }
 
+    /// A dnstt result adds RESOLVER and STREAM around HANDSHAKE (Noise's), "-" for the others;
+    /// the JSON has `resolver` and `stream` only for dnstt.
+    @Test func resolverAndStreamColumnsForDnstt() throws {
+        var dnstt = Self.health("a1b2c3", "dnstt", tcp: Self.skipped, handshake: Self.failed, reason: "Noise handshake failed: x")
+        dnstt.resolver = Self.ok
+        dnstt.stream = Self.skipped
+        let report = BridgeHealthReport([Self.health("d4e5f6", "obfs4", tcp: Self.ok, handshake: Self.ok), dnstt],
+                                        elapsed: .seconds(5), bootstrapped: false, policy: .safe)
+        let lines = report.table.split(separator: "\n").map(String.init)
+        #expect(lines[0] == "ID      TRANSPORT  TCP       RESOLVER  HANDSHAKE  STREAM   STATUS                             BRIDGE")
+        #expect(lines[1] == "d4e5f6  obfs4      ok 12 ms  -         ok 12 ms   -        alive                              obfs4 [scrubbed]")
+        #expect(lines[2] == "a1b2c3  dnstt      skipped   ok 12 ms  FAILED     skipped  FAILED: Noise handshake failed: x  dnstt [scrubbed]")
+        let object = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(report)) as? [String: Any])
+        let bridges = try #require(object["bridges"] as? [[String: Any]])
+        #expect(bridges[0]["resolver"] == nil && bridges[0]["stream"] == nil, "obfs4's JSON is unchanged")
+        #expect((bridges[1]["resolver"] as? [String: Any])?["result"] as? String == "ok")
+        #expect((bridges[1]["stream"] as? [String: Any])?["result"] as? String == "skipped")
+    }
+
     @Test func cellsAndTheUntestableNote() {
         #expect(BridgeHealthReport.cell(nil) == "-")
         #expect(BridgeHealthReport.cell(BridgeHealth.Step(result: .ok, milliseconds: 0.6, detail: "")) == "ok 1 ms")

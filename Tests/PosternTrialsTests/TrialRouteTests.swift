@@ -35,6 +35,33 @@ import Testing
         #expect(routes.map(\.timeout) == [.seconds(30), .seconds(300), .seconds(45)])
     }
 
+    /// `postern ab dnstt ...`: dnstt is a route like any built-in transport, with the stored dnstt
+    /// lines (whatever way to the resolver they name) and the fallback timeout, as connection assist's.
+    @Test func dnsttIsARouteWithItsStoredLines() throws {
+        let key = String(repeating: "ab", count: 32)
+        let lines = try ["udp=198.51.100.53:53", "dot=198.51.100.53:853", "doh=https://198.51.100.53/dns-query"].enumerated().map {
+            try BridgeLine(validating: "dnstt 192.0.2.4:\($0.offset + 1) \($0.element) pubkey=\(key) domain=t.example.com", rules: .syntaxOnly)
+        }
+        var configuration = BridgeConfiguration()
+        for line in lines { _ = try configuration.add(line) }
+        _ = try configuration.add(Self.obfs4)
+        let names = ["DNSTT", "obfs4"]
+        let routes = try TrialRoute.resolve(names, timeouts: try TrialRoute.timeouts(for: names, given: []), configuration: configuration,
+                                            available: ["dnstt", "obfs4", "snowflake", "webtunnel"], builtins: nil,
+                                            servingPlugin: { _ in nil })
+        #expect(routes.map(\.name) == ["dnstt", "obfs4"])
+        #expect(routes.first?.bridges == lines)
+        #expect(routes.first?.plugins.isEmpty == true, "built in: no plugin")
+        #expect(routes.first?.timeout == .seconds(TrialRoute.fallbackTimeout))
+        do throws(TrialError) {
+            _ = try TrialRoute.resolve(["dnstt"], timeouts: [:], configuration: configuration, available: ["obfs4"],
+                                       builtins: nil, servingPlugin: { _ in nil })
+            Issue.record("dnstt was accepted by a build without it")
+        } catch {
+            #expect(error.message == "the dnstt transport is not available in this build (available: vanilla, obfs4)")
+        }
+    }
+
     @Test func unusableRoutesAreRefusedWithTheirKind() throws {
         let configuration = BridgeConfiguration()
         func refusal(_ names: [String]) -> TrialError? {

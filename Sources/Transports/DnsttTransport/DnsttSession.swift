@@ -24,14 +24,20 @@ package actor DnsttSession {
     private let epoch: ContinuousClock.Instant
     private var ended = false
     private var failure: DnsttError?
+    /// Told each stage once, when it is first seen (`postern bridges test` reports them).
+    private let stageReached: @Sendable (DnsttTransport.Stage) -> Void
+    private var reported: Set<DnsttTransport.Stage> = []
+    private var anyMessage = false
     /// Largest backlog (bytes) `write` lets pile up before it waits for the windows to open.
     static let writeBacklogLimit = 1 << 20
 
     /// A session over `link` to the server with `serverPublicKey` under `domain` (KCP MTU `mtu`,
     /// from ``DnsttWire/mtu(domain:)``). Nothing is sent before `open()`.
     package init(link: any ResolverLink, serverPublicKey: [UInt8], domain: DnsName, mtu: Int,
-                 handshakeTimeout: Duration = .seconds(60)) throws(DnsttError) {
+                 handshakeTimeout: Duration = .seconds(60),
+                 stageReached: @escaping @Sendable (DnsttTransport.Stage) -> Void = { _ in }) throws(DnsttError) {
         self.link = link
+        self.stageReached = stageReached
         epoch = clock.now
         core = try DnsttSessionCore(serverPublicKey: serverPublicKey, domain: domain, mtu: mtu, now: 0,
                                     handshakeLimit: handshakeTimeout)
@@ -141,6 +147,20 @@ package actor DnsttSession {
         Task { await link.close() }
     }
 
+    /// Tells `stageReached` of the stages first seen since the last call.
+    private func reportStages() {
+        var seen: [DnsttTransport.Stage] = []
+        if anyMessage { seen.append(.answered) }
+        if core.acceptedPackets > 0 { seen.append(.server) }
+        if core.acceptedPackets > 0 && (core.phase != .handshaking || core.everythingAcknowledged) { seen.append(.acknowledged) }
+        if core.phase != .handshaking { seen.append(.noise) }
+        if core.phase == .open { seen.append(.open) }
+        for stage in seen where !reported.contains(stage) {
+            reported.insert(stage)
+            stageReached(stage)
+        }
+    }
+
     /// One clock step and the queries it makes due. False once the session has ended.
     @discardableResult
     private func step() async -> Bool {
@@ -152,6 +172,7 @@ package actor DnsttSession {
             end(error)
             return false
         }
+        reportStages()
         await send(core.queries(now: time))
         return !ended
     }
@@ -171,6 +192,7 @@ package actor DnsttSession {
     /// One message from the link. False once the session has ended.
     private func received(_ message: [UInt8]) async -> Bool {
         guard !ended else { return false }
+        anyMessage = true
         let data: [UInt8]
         do {
             data = try core.receiveResponse(message, now: now)

@@ -78,6 +78,8 @@ package struct DnsttSessionCore {
     package private(set) var ignoredPackets = 0
     /// Queries built so far (data and polls).
     package private(set) var queriesBuilt = 0
+    /// Packets KCP accepted from the server (what `bridges test` reports as the server answering).
+    package private(set) var acceptedPackets = 0
 
     /// A session whose handshake starts at `now`: the first Noise message is queued on KCP.
     package init(serverPublicKey: [UInt8], domain: DnsName, mtu: Int, now: UInt32,
@@ -116,6 +118,7 @@ package struct DnsttSessionCore {
             do throws(TurboTunnelError) {
                 try kcp.input(packet, now: now)
                 lastDownstream = now
+                acceptedPackets += 1
             } catch {
                 ignoredPackets += 1
             }
@@ -164,6 +167,10 @@ package struct DnsttSessionCore {
         guard let sendCipher, let update = stream.consume(count) else { return }
         kcp.send(try DnsttNoise.seal(update.encoded, with: sendCipher))
     }
+
+    /// Whether the server's KCP has acknowledged everything we queued (during the handshake: our
+    /// Noise message arrived at the server's KCP, whatever its Noise layer made of it).
+    package var everythingAcknowledged: Bool { !kcp.hasUnacknowledgedData && kcp.waitingToSend == 0 }
 
     /// Bytes accepted for the stream and not yet handed to KCP.
     package var backlog: Int { stream.backlog }

@@ -37,16 +37,45 @@ public struct DnsttTransport: PluggableTransport {
 
     public func dial(_ endpoint: TransportEndpoint, configuration: DnsttOptions,
                      context: DialContext) async throws -> any TransportConnection {
+        try await establish(configuration, context: context)
+    }
+
+    /// What `postern bridges test` reports of a dial, in the order they can happen.
+    public enum Stage: String, Sendable, Hashable {
+        /// The link to the resolver is up (udp: a socket, nothing sent yet; dot and doh: TCP and
+        /// TLS with the resolver, its certificate verified).
+        case link
+        /// A DNS message came back over the link.
+        case answered
+        /// A KCP packet of our conversation came back: the dnstt server answered through the resolver.
+        case server
+        /// The server's KCP acknowledged everything we sent (our Noise handshake message included).
+        case acknowledged
+        /// The server's Noise handshake message arrived and verified against the pubkey.
+        case noise
+        /// The server acknowledged the stream's opening: the tunnel carries bytes.
+        case open
+    }
+
+    /// A dial that tells `stageReached` each stage as it is first seen (`postern bridges test`).
+    public func probe(_ configuration: DnsttOptions, context: DialContext,
+                      stageReached: @escaping @Sendable (Stage) -> Void) async throws -> any TransportConnection {
+        try await establish(configuration, context: context, stageReached: stageReached)
+    }
+
+    private func establish(_ configuration: DnsttOptions, context: DialContext,
+                           stageReached: @escaping @Sendable (Stage) -> Void = { _ in }) async throws -> any TransportConnection {
         let events = context.events
         let name = name
         events.emit(TransportEvent(kind: .dialStarted, severity: .debug, transport: name, message: "Noise handshake through the resolver"))
         let started = ContinuousClock.now
         do {
             let link = try await Self.resolverLink(for: configuration.resolver, context: context, resolveTimeout: resolveTimeout)
+            stageReached(.link)
             let session: DnsttSession
             do {
                 session = try DnsttSession(link: link, serverPublicKey: configuration.publicKey, domain: configuration.domain,
-                                           mtu: configuration.mtu, handshakeTimeout: handshakeTimeout)
+                                           mtu: configuration.mtu, handshakeTimeout: handshakeTimeout, stageReached: stageReached)
             } catch {
                 await link.close()
                 throw error

@@ -17,7 +17,9 @@ extension Command {
         the handshake, so the bridge is alive and its cert right; snowflake: the broker answers and
         a data channel to a proxy opens; webtunnel: the url host is resolved and connected (the
         line's address is a placeholder and never dialled), then TLS, the upgrade request and the
-        101 answer, each reported; a transport served by an external plugin ('postern transport
+        101 answer, each reported; dnstt: no TCP to the line's placeholder address, but the resolver
+        reached (a DNS answer back over udp, dot or doh), the Noise handshake with the dnstt server
+        and the stream's opening, each reported; a transport served by an external plugin ('postern transport
         plugin'): a SOCKS dial through the plugin to the bridge succeeds; vanilla: TCP only); with
         --bootstrap, a real tor bootstrap
         through that bridge alone in a child 'postern run'; with --deep, a transfer through each bridge
