@@ -98,13 +98,15 @@ final class GroupPacketLog: @unchecked Sendable {
         /// "tcp", "udp" or the IP protocol number.
         let proto: String
         let sourcePort: Int, destinationPort: Int
+        /// A TCP SYN: the first packet of a connection.
+        let isSyn: Bool
 
         var description: String { "\(proto) \(source):\(sourcePort) -> \(destination):\(destinationPort)" }
     }
 
     func packets() throws -> [Packet] {
         let fields = ["frame.time_epoch", "nflog.prefix", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst", "ip.proto",
-                      "tcp.srcport", "tcp.dstport", "udp.srcport", "udp.dstport"]
+                      "tcp.srcport", "tcp.dstport", "udp.srcport", "udp.dstport", "tcp.flags.syn"]
         let result = try ProcessRunner.runBlocking(URL(fileURLWithPath: "/usr/bin/tshark"),
                                            ["-r", file.path, "-T", "fields", "-E", "separator=|"] + fields.flatMap { ["-e", $0] })
         #expect(result.status == 0, "tshark: \(result.stderr)")
@@ -115,7 +117,8 @@ final class GroupPacketLog: @unchecked Sendable {
             let proto = !f[7].isEmpty ? "tcp" : !f[9].isEmpty ? "udp" : (f[6].isEmpty ? "?" : f[6])
             return Packet(time: time, prefix: f[1], isIPv6: isIPv6,
                           source: isIPv6 ? f[4] : f[2], destination: isIPv6 ? f[5] : f[3], proto: proto,
-                          sourcePort: Int(f[7]) ?? Int(f[9]) ?? 0, destinationPort: Int(f[8]) ?? Int(f[10]) ?? 0)
+                          sourcePort: Int(f[7]) ?? Int(f[9]) ?? 0, destinationPort: Int(f[8]) ?? Int(f[10]) ?? 0,
+                          isSyn: f[11] == "1" || f[11] == "True")
         }
     }
 
