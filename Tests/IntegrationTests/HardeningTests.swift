@@ -306,17 +306,32 @@ final class BackgroundFetch: @unchecked Sendable {
     private let process = Process()
     private let outFile: URL, errFile: URL
 
-    /// `limitRate` (curl's --limit-rate, e.g. "256k") keeps a download in flight for a test that
-    /// must interrupt it: on an idle loopback the whole blob can arrive between two checks.
+    /// `limitRate` (bytes a second, "64k" = 65,536) keeps a download in flight for a test that must
+    /// interrupt it: on an idle loopback the whole blob can arrive between two checks. curl writes
+    /// into a pipe that a reader empties at that rate, so curl stops reading its socket when the
+    /// pipe is full. Not curl's own --limit-rate: Debian 12's curl 7.88.1 let a whole 4 MiB blob
+    /// through `--limit-rate 64k` in under 4 s (to a file, from a local server), and a test that
+    /// relied on it saw the blob arrive whole before its kill.
     init(url: String, socks: String, timeout: Int, limitRate: String? = nil) throws {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("postern-fetch-\(UUID().uuidString.prefix(8))")
         outFile = base.appendingPathExtension("out")
         errFile = base.appendingPathExtension("err")
         _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["--silent", "--show-error", "--max-time", "\(timeout)", "--socks5-hostname", socks]
-            + (limitRate.map { ["--limit-rate", $0] } ?? []) + [url]
+        let curl = ["--silent", "--show-error", "--max-time", "\(timeout)", "--socks5-hostname", socks, url]
+        if let limitRate {
+            let digits = limitRate.lowercased().hasSuffix("k") ? limitRate.dropLast() : Substring(limitRate)
+            let rate = (Int(digits) ?? 64) * (limitRate.lowercased().hasSuffix("k") ? 1024 : 1)
+            // 16 reads a second; pipefail: the exit status is curl's when curl fails.
+            let reader = "import sys, time\nsrc, dst = sys.stdin.buffer, sys.stdout.buffer\nwhile True:\n"
+                + "    chunk = src.read1(\(max(1, rate / 16)))\n    if not chunk: break\n    dst.write(chunk); dst.flush(); time.sleep(1 / 16)\n"
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", "set -o pipefail; /usr/bin/curl \"$@\" | /usr/bin/python3 -c \"$READER\"", "fetch"] + curl
+            process.environment = ProcessInfo.processInfo.environment.merging(["READER": reader]) { $1 }
+        } else {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            process.arguments = curl
+        }
         process.standardOutput = try FileHandle(forWritingTo: outFile)
         process.standardError = try FileHandle(forWritingTo: errFile)
         try process.run()
