@@ -1,6 +1,7 @@
 import PosternCrypto
 import Foundation
 import PosternTor
+import PosternSystem
 
 /// Connection assist's memory of which routes worked and failed, and how fast, per network:
 /// `assist-memory.json` in the state directory (0600, written atomically like the other files).
@@ -167,9 +168,12 @@ public struct AssistMemory: Sendable, Hashable, Codable {
     // MARK: Which network
 
     /// The default gateway's hardware address: the gateway of the default route in
-    /// /proc/net/route, looked up in /proc/net/arp. Nil when either is missing.
-    public static func defaultGatewayHardwareAddress(routeTable: String? = try? String(contentsOfFile: "/proc/net/route", encoding: .utf8),
-                                                     arpTable: String? = try? String(contentsOfFile: "/proc/net/arp", encoding: .utf8)) -> String? {
+    /// /proc/net/route, looked up in /proc/net/arp. Nil when either is missing. Read to the end
+    /// with read(2): Foundation's String(contentsOfFile:) and Data(contentsOf:) stop after the
+    /// first page of a procfs table (4,050 of 30,300 bytes of /proc/net/tcp here), which would
+    /// lose a gateway listed after the first ~30 routes or ~50 ARP entries.
+    public static func defaultGatewayHardwareAddress(routeTable: String? = ProcessDescriptors.readWholeFile("/proc/net/route", limit: 1 << 22),
+                                                     arpTable: String? = ProcessDescriptors.readWholeFile("/proc/net/arp", limit: 1 << 22)) -> String? {
         guard let routeTable, let arpTable else { return nil }
         var gateway: String?
         for line in routeTable.split(separator: "\n").dropFirst() {

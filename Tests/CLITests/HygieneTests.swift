@@ -55,7 +55,13 @@ import Testing
     /// The LISTEN sockets that belong to `pid`.
     static func listeners(ofProcess pid: Int32) -> [Listener] {
         let inodes = socketInodes(pid: pid)
-        let tables = ["tcp", "tcp6"].map { (try? String(contentsOfFile: "/proc/\(pid)/net/\($0)", encoding: .utf8)) ?? "" }
+        // FileHandle reads to the end; String(contentsOfFile:) stops after the first page of a
+        // procfs table, so with a few dozen other sockets in the namespace (the unit tests running
+        // in parallel) a listener fell off the list.
+        let tables = ["tcp", "tcp6"].map { table -> String in
+            let data = (try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(pid)/net/\(table)")).readToEnd()) ?? nil
+            return data.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        }
         return tables.flatMap(listeners(inProcTable:)).filter { inodes.contains($0.inode) }
     }
 
