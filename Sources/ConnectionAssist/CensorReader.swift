@@ -14,7 +14,7 @@ import TransportBase
 /// | protocol block | a reset (or silence) right after a first packet that is not TLS, then a SYN-only confirm connect to that address (or any later connect to it) is silent, while another route's address answered |
 /// | inconclusive | the same reset, but the address still answers (no cause named) |
 /// | fingerprint block | a reset (or silence) right after a TLS ClientHello while another route's TLS passed |
-/// | freeze | data stopped after some KB on a connection that stayed open ("seen" when two stop at sizes within 25 %) |
+/// | freeze | data stopped after some KB on a connection that stayed open while we wrote or tor waited on it ("seen" when two stop at sizes within 25 %) |
 /// | refused | every address refused (no cause claimed: closed ports, or a censor) |
 /// | address block | no address of the route answered while another route's did |
 /// | nothing answers | no address answered anywhere (offline, or everything blocked; no cause claimed) |
@@ -63,9 +63,14 @@ public enum CensorReader {
         public var otherRouteAnswered: Bool
         /// Some other route's TLS handshake completed meanwhile.
         public var otherTLSPassed: Bool
+        /// While tor is bootstrapping through this route: how long its bootstrap has gone without
+        /// progress (nil otherwise). Tor is then waiting on the bridge, so its own connections
+        /// owe it data even when tor has nothing more to write (``FlowObservation/init(_:torWaitingFor:)``).
+        public var torWithoutProgress: Duration?
 
         public init(transport: TransportName, firstPacketIsTLS: Bool, flows: [FlowReport], dialErrors: [TransportError] = [],
-                    confirmations: [TransportEndpoint: Confirmation] = [:], otherRouteAnswered: Bool, otherTLSPassed: Bool = false) {
+                    confirmations: [TransportEndpoint: Confirmation] = [:], otherRouteAnswered: Bool, otherTLSPassed: Bool = false,
+                    torWithoutProgress: Duration? = nil) {
             self.transport = transport
             self.firstPacketIsTLS = firstPacketIsTLS
             self.flows = flows
@@ -73,6 +78,7 @@ public enum CensorReader {
             self.confirmations = confirmations
             self.otherRouteAnswered = otherRouteAnswered
             self.otherTLSPassed = otherTLSPassed
+            self.torWithoutProgress = torWithoutProgress
         }
     }
 
@@ -84,7 +90,11 @@ public enum CensorReader {
                                   meaning: "a censor in the middle, or a wrong pin",
                                   passes: others.filter { $0 == .obfs4 || $0 == .snowflake }, rulesOutRoute: true)
         }
-        let observed = evidence.flows.map { (flow: $0, seen: FlowObservation($0)) }
+        // Tor's own connections through the transport are waited on while its bootstrap stands
+        // still; a probe's or a confirm's are not.
+        let observed = evidence.flows.map { flow in
+            (flow: flow, seen: FlowObservation(flow, torWaitingFor: flow.origin.isTransportDial ? evidence.torWithoutProgress : nil))
+        }
         let cut = observed.filter { $0.seen.kind == .resetAfterFirstPacket || $0.seen.kind == .silentAfterFirstPacket }
         if let first = cut.first {
             if !evidence.firstPacketIsTLS {

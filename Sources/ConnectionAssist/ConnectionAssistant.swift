@@ -338,7 +338,8 @@ public actor ConnectionAssistant<C: Clock> where C.Duration == Duration {
         var connected: String?
         if case .connected = selector.phase { connected = current?.key }
         let evidence = RouteEvidence.assemble(routes: routes, current: current, flows: reports, dialErrors: dialErrors,
-                                              confirmations: confirmations, probesPassed: passed, connectedRoute: connected)
+                                              confirmations: confirmations, probesPassed: passed, connectedRoute: connected,
+                                              currentWithoutProgress: selector.withoutProgress(at: now))
         for route in routes {
             guard let evidence = evidence[route.key], let diagnosis = CensorReader.diagnose(evidence) else { continue }
             await handle(selector.observe(diagnosis: diagnosis, route: route, at: now))

@@ -41,7 +41,8 @@ public struct FlowObservation: Sendable, Hashable, CustomStringConvertible {
     public static let resetWindow: Duration = .seconds(2)
     /// Our handshake deadlines are 3 s or more: silence this long after the first packet counts.
     public static let silenceAfterFirstPacket: Duration = .seconds(3)
-    /// A freeze: between these many bytes received, then no byte for `stallAfter` while we kept writing.
+    /// A freeze: between these many bytes received, then no byte for `stallAfter` while we kept
+    /// writing or tor, bootstrapping, waited on the connection.
     public static let freezeBytes = 4 * 1024...64 * 1024
     public static let stallAfter: Duration = .seconds(6)
     /// Slow: at least this much over at least `slowSpan`, at or below `slowRate` bits a second.
@@ -50,7 +51,12 @@ public struct FlowObservation: Sendable, Hashable, CustomStringConvertible {
     public static let slowRate = 1_000_000
 
     /// Reads one flow, as it ended or (for an open one) as it stands.
-    public init(_ report: FlowReport) {
+    /// - Parameter torWaitingFor: for tor's own connection on the route it is bootstrapping
+    ///   through, how long the bootstrap has gone without progress. A stop counts as a freeze when
+    ///   we wrote after the last byte came (a request unanswered), or when tor has waited at least
+    ///   `stallAfter` too: a frozen consensus download leaves tor nothing to write, and what it
+    ///   writes next (a retry on a new stream or connection) came 11 to 30 s later in the test bed.
+    public init(_ report: FlowReport, torWaitingFor: Duration? = nil) {
         let counts = report.counts
         let code = report.error?.code
         func milliseconds(_ duration: Duration) -> Int {
@@ -89,8 +95,10 @@ public struct FlowObservation: Sendable, Hashable, CustomStringConvertible {
             observed = "reset after \(Self.kilobytes(counts.bytesReceived)) KB, \(milliseconds(counts.age) / 1000) s in"
             return
         }
+        let wroteAfterLastRead = counts.lastWriteAfter.map { lastWrite in counts.lastReadAfter.map { lastWrite > $0 } ?? false } ?? false
+        let torWaited = torWaitingFor.map { $0 >= Self.stallAfter } ?? false
         if Self.freezeBytes.contains(counts.bytesReceived), let lastRead = counts.lastReadAfter,
-           counts.age - lastRead >= Self.stallAfter, let lastWrite = counts.lastWriteAfter, lastWrite > lastRead,
+           counts.age - lastRead >= Self.stallAfter, wroteAfterLastRead || torWaited,
            !report.endedByPeer, code != .connectionReset {
             kind = .stoppedAfterBytes
             observed = "data stopped after ~\(Self.kilobytes(counts.bytesReceived)) KB; the connection stayed open"

@@ -46,9 +46,11 @@ enum RouteEvidence {
     ///     outcome is in `confirmations`).
     ///   - dialErrors: typed errors of tor's dials, by route key.
     ///   - probesPassed: keys of routes whose probe passed in this pass.
+    ///   - currentWithoutProgress: how long the route being tried (`current`) has gone without
+    ///     bootstrap progress; nil when none is being tried.
     static func assemble(routes: [AssistRoute], current: AssistRoute?, flows: [FlowReport], dialErrors: [String: [TransportError]],
                          confirmations: [TransportEndpoint: CensorReader.Confirmation], probesPassed: Set<String>,
-                         connectedRoute: String?) -> [String: CensorReader.Evidence] {
+                         connectedRoute: String?, currentWithoutProgress: Duration? = nil) -> [String: CensorReader.Evidence] {
         let addresses = addresses(of: routes)
         var byRoute: [String: [FlowReport]] = [:]
         // Keys of the routes (nil: no route) some connection of which completed.
@@ -65,7 +67,8 @@ enum RouteEvidence {
             result[route.key] = CensorReader.Evidence(
                 transport: route.transport ?? .vanilla, firstPacketIsTLS: firstPacketIsTLS(route.transport),
                 flows: byRoute[route.key] ?? [], dialErrors: dialErrors[route.key] ?? [], confirmations: confirmations,
-                otherRouteAnswered: otherAnswered)
+                otherRouteAnswered: otherAnswered,
+                torWithoutProgress: route.key == current?.key ? currentWithoutProgress : nil)
         }
         return result
     }

@@ -69,6 +69,13 @@ public struct RouteSelector: Sendable {
     public var currentRoute: AssistRoute? { currentIndex.map { routes[$0] } }
     public var allFailed: Bool { if case .waiting = phase { true } else { false } }
 
+    /// How long the route being tried has gone without bootstrap progress (nil unless a route is
+    /// being tried): while it grows, tor is waiting on that route's bridge for what comes next.
+    public func withoutProgress(at now: Duration) -> Duration? {
+        guard case .trying = phase, currentRoute != nil else { return nil }
+        return now - lastProgressAt
+    }
+
     /// When the selector next needs a `tick` even if nothing else happens.
     public var nextDeadline: Duration? {
         switch phase {

@@ -120,6 +120,36 @@ import TransportBase
                                                             otherRouteAnswered: true)) == nil)
     }
 
+    /// The freeze as the bed's censor made it during tor's bootstrap: the consensus stopped after
+    /// ~12 KB and tor had nothing more to write (its next write came 11 to 30 s later). Tor's own
+    /// connection counts as waited on once the bootstrap has stood still for the stall time too; a
+    /// probe's connection never does, nor tor's before the bootstrap has waited that long.
+    @Test func dataThatStopsWhileTorWaitsIsAFreezeWithoutAnotherWrite() throws {
+        let frozen = flow(bridge, sent: 9000, received: 12_300, firstWrite: .milliseconds(30), lastWrite: .milliseconds(1400),
+                          lastRead: .milliseconds(1480), age: .seconds(8), open: true)
+        func evidence(_ flows: [FlowReport], waited: Duration?) -> CensorReader.Evidence {
+            CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: flows, otherRouteAnswered: true,
+                                  torWithoutProgress: waited)
+        }
+        #expect(CensorReader.diagnose(evidence([frozen], waited: nil)) == nil, "no write after the stop, tor's wait unknown")
+        #expect(CensorReader.diagnose(evidence([frozen], waited: .seconds(5))) == nil, "tor has not waited the stall time yet")
+        let diagnosis = try #require(CensorReader.diagnose(evidence([frozen], waited: .seconds(7))))
+        #expect(diagnosis.technique == .freeze && diagnosis.confidence == .likely && diagnosis.rulesOutRoute)
+        #expect(diagnosis.observed == "data stopped after ~12 KB; the connection stayed open")
+        // The bytes themselves must have stopped for the stall time, however long tor waited.
+        let recent = flow(bridge, sent: 9000, received: 12_300, firstWrite: .milliseconds(30), lastWrite: .milliseconds(1400),
+                          lastRead: .seconds(4), age: .seconds(8), open: true)
+        #expect(CensorReader.diagnose(evidence([recent], waited: .seconds(30))) == nil)
+        // A probe's connection is nobody's wait.
+        let counts = frozen.counts
+        let probe = FlowReport(peer: bridge, origin: .probe, throughProxy: false, counts: counts, error: nil, isOpen: true, endedByPeer: false)
+        #expect(CensorReader.diagnose(evidence([probe], waited: .seconds(30))) == nil)
+        // A tagged tor dial is tor's too.
+        let tagged = FlowReport(peer: bridge, origin: .transport(.obfs4), throughProxy: false, counts: counts, error: nil, isOpen: true,
+                                endedByPeer: false)
+        #expect(CensorReader.diagnose(evidence([tagged], waited: .seconds(7)))?.technique == .freeze)
+    }
+
     @Test func refusedEverywhereIsWordedAsObservedNeverAsDead() throws {
         let refused = flow(bridge, connected: false, age: .milliseconds(2), error: .connectionRefused)
         let diagnosis = try #require(CensorReader.diagnose(CensorReader.Evidence(transport: .obfs4, firstPacketIsTLS: false, flows: [refused],

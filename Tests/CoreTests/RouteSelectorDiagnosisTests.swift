@@ -154,4 +154,29 @@ import TransportBase
         #expect(evidence["snowflake:built-in"] == nil)
         #expect(FlowOrigin.transport(.webtunnel).transportName == .webtunnel && FlowOrigin.probe.transportName == nil)
     }
+
+    /// How long tor's bootstrap has stood still reaches the evidence of the route being tried, and
+    /// only that route's: tor waits on no other.
+    @Test func theBootstrapsStillnessGoesToTheRouteBeingTried() throws {
+        let routes = Self.routes()
+        var selector = RouteSelector(routes: routes)
+        #expect(selector.withoutProgress(at: .seconds(1)) == nil, "nothing tried yet")
+        _ = selector.start(at: .seconds(1), progress: 0)
+        _ = selector.observe(progress: 25, tag: "requesting_status", ready: false, at: .seconds(2))
+        #expect(selector.withoutProgress(at: .seconds(9)) == .seconds(7))
+        _ = selector.observe(progress: 25, tag: "requesting_status", ready: false, at: .seconds(10))
+        #expect(selector.withoutProgress(at: .seconds(11)) == .seconds(9), "the same percentage is no progress")
+        let current = try #require(selector.currentRoute)
+        let peer = try TransportEndpoint(parsing: ConnectionAssistTests.obfs4(3).address.description)
+        let other = try TransportEndpoint(parsing: ConnectionAssistTests.obfs4(4).address.description)
+        let evidence = RouteEvidence.assemble(routes: routes, current: current,
+                                              flows: [flow(peer, origin: .transport(.obfs4), connected: true),
+                                                      flow(other, origin: .probe, connected: true)],
+                                              dialErrors: [:], confirmations: [:], probesPassed: [], connectedRoute: nil,
+                                              currentWithoutProgress: selector.withoutProgress(at: .seconds(11)))
+        #expect(evidence[current.key]?.torWithoutProgress == .seconds(9))
+        #expect(evidence["obfs4:built-in"] != nil && evidence["obfs4:built-in"]?.torWithoutProgress == nil)
+        _ = selector.observe(progress: 100, tag: "done", ready: true, at: .seconds(12))
+        #expect(selector.withoutProgress(at: .seconds(20)) == nil, "connected: tor waits on nothing")
+    }
 }
