@@ -36,7 +36,8 @@ demo: deps
 # both ways, against the cipher alone too, handshake); TLS handshake time of TransportTLS (NSS,
 # firefox-esr and randomized-alpn) vs OpenSSL's default client against one s_server; in one test bed it brings up and takes down,
 # `postern run` RSS vs tor + obfs4proxy through the same obfs4 bridge, and our snowflake client vs
-# Debian's snowflake-client (bootstrap, channel, first byte, throughput); then the RESULT ratios.
+# Debian's snowflake-client (bootstrap, channel, first byte, throughput); webtunnel and dnstt (no
+# Debian client: figures, or ratios against POSTERN_BASELINE); then the RESULT lines.
 # Then connection assist: time to ready under none, block-tor, block-tor-and-bridges for the race and
 # sequential strategies and the working route alone (its own test bed), then under issue 22's fet
 # (P = 100 %), freeze and burst with time to verdict as well (about 4 min more).

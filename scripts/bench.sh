@@ -10,6 +10,9 @@
 #      webtunnel: our client's dials (TLS and upgrade through the bed's nginx) and tor through it.
 #      Debian has no webtunnel client, so its peer is POSTERN_BASELINE when set (another build's
 #      postern binary, e.g. an earlier commit's, measured interleaved); without it, figures only.
+#      dnstt: `postern run` through the bed's dnstt lines over UDP, DoT and DoH to its unbound:
+#      bootstrap, first byte, a download, and the resolver link's bytes per payload byte (kernel
+#      counters). No Debian dnstt client either: POSTERN_BASELINE again, or figures only.
 # The machine may be shared: every figure is a ratio against the peer measured in the same run.
 # Extra arguments go to the snowflake benchmark.
 set -euo pipefail
@@ -41,6 +44,12 @@ scripts/testbed exec --dir "$dir" "${bench[@]}" snowflake "$@" | tee -a "$out"
 echo
 scripts/testbed exec --dir "$dir" env POSTERN_BINARY="$bin/postern" POSTERN_BASELINE="${POSTERN_BASELINE:-}" \
   "${bench[@]}" webtunnel | tee -a "$out"
+echo
+# Its own RESULT lines say which transport failed; this one only if the whole step did not run.
+if ! scripts/testbed exec --dir "$dir" env POSTERN_BINARY="$bin/postern" POSTERN_BASELINE="${POSTERN_BASELINE:-}" \
+  "${bench[@]}" dnstt | tee -a "$out"; then
+  echo "RESULT dnstt: the benchmark exited with an error (no figures in this run)" | tee -a "$out"
+fi
 echo
 echo "== summary (ratios against the peer in this run)"
 grep '^RESULT' "$out"

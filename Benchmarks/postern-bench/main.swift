@@ -10,6 +10,10 @@
 //                                                         (inside the test bed; `postern pt-client`
 //                                                         against POSTERN_BASELINE's;
 //                                                         WebtunnelBenchmark.swift)
+//   postern-bench dnstt [--rounds N] [--samples N] [--kilobytes N] [--only udp,dot,doh]
+//                                                         (inside the test bed; `postern run` through
+//                                                         its dnstt lines, against POSTERN_BASELINE's;
+//                                                         DnsttBenchmark.swift)
 //
 // `obfs4` starts Debian's obfs4proxy as a managed obfs4 SERVER in front of a loopback bulk peer,
 // then drives the same transfers through two managed obfs4 CLIENTS over their SOCKS5 listeners:
@@ -364,6 +368,26 @@ case "webtunnel":
         FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
         exit(1)
     }
+case "dnstt":
+    var words = Array(arguments.dropFirst())
+    var only: Set<String>?
+    if let at = words.firstIndex(of: "--only") {
+        let names = at + 1 < words.count ? Set(words[at + 1].split(separator: ",").map(String.init)) : []
+        guard !names.isEmpty, names.isSubset(of: ["udp", "dot", "doh"]) else {
+            FileHandle.standardError.write(Data("postern-bench: --only takes udp, dot and doh, comma-separated\n".utf8))
+            exit(64)
+        }
+        only = names
+        words.removeSubrange(at...at + 1)
+    }
+    let options = positiveOptions(words, defaults: ["--rounds": 1, "--samples": 3, "--kilobytes": 5000])
+    do {
+        try await runDnsttBenchmark(rounds: options["--rounds"]!, firstBytes: options["--samples"]!,
+                                    kilobytes: options["--kilobytes"]!, only: only)
+    } catch {
+        FileHandle.standardError.write(Data("postern-bench: \(error)\n".utf8))
+        exit(1)
+    }
 case "assist":
     var only: Set<String>?
     let words = Array(arguments.dropFirst())
@@ -381,8 +405,8 @@ case "assist":
         exit(1)
     }
 case "--help", "-h", "help":
-    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory   (inside the test bed)\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench tls [--handshakes N] [--rounds N] [--only firefox-esr|randomized-alpn|randomized-noalpn|openssl]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]   (inside the test bed; POSTERN_BINARY, POSTERN_BASELINE)\n       postern-bench assist [--only none,block-tor,block-tor-and-bridges,fet,freeze,burst]   (inside the test bed: scripts/bench-assist.sh)")
+    print("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory   (inside the test bed)\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]   (inside the test bed: scripts/bench-snowflake.sh)\n       postern-bench tls [--handshakes N] [--rounds N] [--only firefox-esr|randomized-alpn|randomized-noalpn|openssl]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]   (inside the test bed; POSTERN_BINARY, POSTERN_BASELINE)\n       postern-bench dnstt [--rounds N] [--samples N] [--kilobytes N] [--only udp,dot,doh]   (inside the test bed; POSTERN_BINARY, POSTERN_BASELINE)\n       postern-bench assist [--only none,block-tor,block-tor-and-bridges,fet,freeze,burst]   (inside the test bed: scripts/bench-assist.sh)")
 default:
-    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n       postern-bench tls [--handshakes N] [--rounds N]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]\n       postern-bench assist [--only CENSOR,...]\n".utf8))
+    FileHandle.standardError.write(Data("usage: postern-bench obfs4 [--megabytes N] [--handshakes N] [--rounds N]\n       postern-bench memory\n       postern-bench snowflake [--rounds N] [--megabytes N] [--samples N]\n       postern-bench tls [--handshakes N] [--rounds N]\n       postern-bench webtunnel [--rounds N] [--handshakes N] [--samples N] [--megabytes N]\n       postern-bench dnstt [--rounds N] [--samples N] [--kilobytes N] [--only udp,dot,doh]\n       postern-bench assist [--only CENSOR,...]\n".utf8))
     exit(64)
 }
