@@ -89,7 +89,14 @@ public struct HTTP1ResponseReader: Sendable {
         while true {
             switch phase {
             case .head:
-                guard let parsed = try headReader.append(input) else { return nil }
+                let parsed: (head: HTTPResponseHead, remainder: [UInt8])?
+                do {
+                    parsed = try headReader.append(input)
+                } catch where error.code == .httpTooLarge {
+                    // Said as the head's, apart from the body's framing lines past their caps.
+                    throw Self.tooLarge("the header section is too large (\(error.message))")
+                }
+                guard let parsed else { return nil }
                 input = parsed.remainder[...]
                 try start(parsed.head)
             case .fixed(let remaining):
