@@ -41,9 +41,9 @@ public struct HTTP1ResponseReader: Sendable {
 
     private enum Phase: Sendable {
         case head
-        case fixed(remaining: Int)
+        /// Body bytes still to come: the rest of a Content-Length, or of one chunk.
+        case data(remaining: Int, chunked: Bool)
         case chunkSize
-        case chunkData(remaining: Int)
         case chunkDataEnd
         case trailers(held: Int)
         case untilClose
@@ -99,13 +99,13 @@ public struct HTTP1ResponseReader: Sendable {
                 guard let parsed else { return nil }
                 input = parsed.remainder[...]
                 try start(parsed.head)
-            case .fixed(let remaining):
+            case .data(let remaining, let chunked):
                 let left = takeBody(remaining, from: &input)
                 guard left == 0 else {
-                    phase = .fixed(remaining: left)
+                    phase = .data(remaining: left, chunked: chunked)
                     return nil
                 }
-                phase = .done
+                phase = chunked ? .chunkDataEnd : .done
             case .chunkSize:
                 guard let sizeLine = try takeLine(&input, limit: chunkLineLimit, what: "a chunk-size line") else { return nil }
                 let size = try chunkSize(sizeLine)
@@ -113,15 +113,8 @@ public struct HTTP1ResponseReader: Sendable {
                     phase = .trailers(held: 0)
                 } else {
                     guard size <= bodyLimit - body.count else { throw bodyTooLarge() }
-                    phase = .chunkData(remaining: size)
+                    phase = .data(remaining: size, chunked: true)
                 }
-            case .chunkData(let remaining):
-                let left = takeBody(remaining, from: &input)
-                guard left == 0 else {
-                    phase = .chunkData(remaining: left)
-                    return nil
-                }
-                phase = .chunkDataEnd
             case .chunkDataEnd:
                 // CRLF (or a bare LF) right after the chunk's data; `line` holds a CR seen alone.
                 guard let byte = input.first else { return nil }
@@ -158,9 +151,9 @@ public struct HTTP1ResponseReader: Sendable {
             break
         case .head:
             throw Self.closed("the connection closed before the head ended")
-        case .fixed:
+        case .data(_, chunked: false):
             throw Self.closed("the connection closed before the Content-Length's end")
-        case .chunkSize, .chunkData, .chunkDataEnd, .trailers:
+        case .chunkSize, .data(_, chunked: true), .chunkDataEnd, .trailers:
             throw Self.closed("the connection closed inside the chunked body")
         }
         guard let response = response() else { throw Self.closed("the connection closed before the head ended") }
@@ -201,7 +194,7 @@ public struct HTTP1ResponseReader: Sendable {
             guard digits.count <= 18 else { throw bodyTooLarge() }
             let length = digits.reduce(0) { $0 * 10 + Int($1 - 0x30) }
             guard length <= bodyLimit else { throw bodyTooLarge() }
-            phase = length == 0 ? .done : .fixed(remaining: length)
+            phase = length == 0 ? .done : .data(remaining: length, chunked: false)
         } else {
             reusable = false
             phase = .untilClose
