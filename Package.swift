@@ -208,7 +208,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("BrokerResponseFuzzer", ["SnowflakeTransport"]),
     ("KCPControlBlockFuzzer", ["TurboTunnel"]),
     ("SmuxSessionFuzzer", ["TurboTunnel"]),
-    ("BrokerHTTPResponseFuzzer", ["SnowflakeTransport", "TransportWire"]),
+    ("BrokerHTTPResponseFuzzer", ["TransportWire"]),
     ("GeoRelayCSVFuzzer", ["PosternAppLayer"]),
     ("WebSocketFrameFuzzer", ["TransportWire"]),
     ("WebSocketHandshakeFuzzer", ["TransportWire"]),
@@ -220,7 +220,7 @@ let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
     ("DnsttDownstreamFuzzer", ["DnsttTransport"]),
     ("NoiseFrameFuzzer", ["DnsttTransport", "PosternCrypto"]),
     ("DnsttSessionFuzzer", ["DnsttTransport", "PosternCrypto", "TurboTunnel"]),
-    ("DoHResponseFuzzer", ["DnsttTransport"]),
+    ("DoHResponseFuzzer", ["DnsttTransport", "TransportWire"]),
 ]
 package.targets += [
     .target(name: "FuzzerEntry", path: "Fuzz/Entry"),

@@ -107,7 +107,7 @@ for index, write in enumerate(vectors["smux"]["writes"][:4]):
     data = bytes.fromhex(write["hex"])[:255]
     seed("SmuxSessionFuzzer", f"go-{index}", bytes([0, 255, 0, len(data)]) + data)
 
-# mode (bit 0: built; body limit = mode >> 1 × 8), shape (head cap, header count, chunk-line cap)
+# mode (bit 0: built; body limit = mode >> 1 × 8), shape (head cap, header count, chunk-line cap, trailer cap)
 def http_raw(text, limit8=32, shape=0xAF, sizes=b"\x01\x07"):
     return bytes([limit8 << 1, shape, len(sizes)]) + sizes + (text.encode() if isinstance(text, str) else text)
 chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -123,6 +123,8 @@ seed("BrokerHTTPResponseFuzzer", "long-head", http_raw("HTTP/1.1 200 OK\r\nX: " 
 seed("BrokerHTTPResponseFuzzer", "bad-status", http_raw("HTTP/1.1 99999999999999999999999 OK\r\n\r\n"))
 seed("BrokerHTTPResponseFuzzer", "built-chunked", bytes([0x41, 0xAF, 200, 16 | 8, 20]) + bytes(range(20)) + bytes([2, 3, 1]))
 seed("BrokerHTTPResponseFuzzer", "built-length", bytes([0x41, 0xAF, 100, 1, 5]) + b"hello" + bytes([1, 2]))
+seed("BrokerHTTPResponseFuzzer", "interim-and-trailer", http_raw("HTTP/1.1 100 Continue\r\n\r\n" + chunked + "3\r\nabc\r\n0\r\nX-T: 1\r\n\r\n"))
+seed("BrokerHTTPResponseFuzzer", "built-interim-trailer", bytes([0x41, 0xAF, 0, 96, 5]) + b"hello" + bytes([1, 2]))
 
 seed("SDPFuzzer", "pion-offer", bytes([1]) + json.loads(vectors["pionOfferSerialized"])["sdp"].encode())
 seed("SDPFuzzer", "offer", bytes([1]) + vectors["sessionDescription"]["sdp"].encode())

@@ -44,11 +44,11 @@ public struct FlowObservation: Sendable, Hashable, CustomStringConvertible {
     /// A freeze: between these many bytes received, then no byte for `stallAfter` while we kept
     /// writing or tor, bootstrapping, waited on the connection.
     public static let freezeBytes = 4 * 1024...64 * 1024
-    public static let stallAfter: Duration = .seconds(6)
+    public static let stallAfter = FlowThresholds.stallAfter
     /// Slow: at least this much over at least `slowSpan`, at or below `slowRate` bits a second.
-    public static let slowBytes = 256 * 1024
+    public static let slowBytes = FlowThresholds.slowBytes
     public static let slowSpan: Duration = .seconds(10)
-    public static let slowRate = 1_000_000
+    public static let slowRate = FlowThresholds.slowRate
 
     /// Reads one flow, as it ended or (for an open one) as it stands.
     /// - Parameter torWaitingFor: for tor's own connection on the route it is bootstrapping

@@ -37,13 +37,13 @@ public struct DeepCheck: Sendable {
         public static let failed = Verdict(rawValue: "failed")
     }
 
-    /// No byte from the bridge for this long, on a transfer still wanting data, is a freeze (the
-    /// threshold connection assist uses: ConnectionAssist's `FlowObservation.stallAfter`).
-    public static let stallAfter: Duration = .seconds(6)
+    /// No byte from the bridge for this long, on a transfer still wanting data, is a freeze: the
+    /// threshold connection assist uses too (TransportBase's ``FlowThresholds``, stated there once).
+    public static let stallAfter = FlowThresholds.stallAfter
     /// A download at or below this many bits a second, over at least ``slowBytes``, is slow (as
-    /// connection assist's `FlowObservation.slowRate`).
-    public static let slowRate = 1_000_000
-    public static let slowBytes = 256 * 1024
+    /// for connection assist: ``FlowThresholds``).
+    public static let slowRate = FlowThresholds.slowRate
+    public static let slowBytes = FlowThresholds.slowBytes
 
     public var verdict: Verdict
     /// What was observed, in words (names no bridge).

@@ -2,6 +2,7 @@ import Foundation
 import PosternTestSupport
 import Testing
 import TransportBase
+import TransportWire
 @testable import DnsttTransport
 
 /// DoHLink against real DoH servers: the Go stand-in's `-doh` listener (Go's net/http, which picks
@@ -121,17 +122,39 @@ import TransportBase
     }
 
     @Test func http1ReaderFramings() throws {
-        var reader = DoHHTTP1ResponseReader()
+        // The link's reader is TransportWire's (shared with snowflake's broker since issue #25).
+        var reader = DoHLink.http1Reader()
         #expect(try reader.append(Array("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: application/dns-message\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n".utf8)) == nil)
         let response = try #require(try reader.append(Array("2\r\nde\r\n0\r\nX-T: 1\r\n\r\n".utf8)))
-        #expect(response.status == 200 && response.body == Array("abcde".utf8) && response.reusable)
-        var closing = DoHHTTP1ResponseReader()
+        #expect(response.status == 200 && response.body == Array("abcde".utf8) && response.reusable && reader.surplus == 0)
+        #expect(response.head.value("content-type") == Array("application/dns-message".utf8))
+        var closing = DoHLink.http1Reader()
         #expect(try closing.append(Array("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nxyz".utf8)) == nil)
-        #expect(closing.finish()?.body == Array("xyz".utf8))
-        var big = DoHHTTP1ResponseReader()
-        #expect(throws: DnsttError.self) { try big.append(Array("HTTP/1.1 200 OK\r\nContent-Length: 64001\r\n\r\n".utf8)) }
-        var gzip = DoHHTTP1ResponseReader()
-        #expect(throws: DnsttError.self) { try gzip.append(Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n".utf8)) }
+        #expect(try closing.finish().body == Array("xyz".utf8))
+        var truncated = DoHLink.http1Reader()
+        #expect(try truncated.append(Array("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nxyz".utf8)) == nil)
+        #expect(throws: WireError.self) { try truncated.finish() }
+        // The code the link reports for a refused answer.
+        func refusal(_ answer: String) -> DnsttError.Code? {
+            var reader = DoHLink.http1Reader()
+            do {
+                _ = try reader.append(Array(answer.utf8))
+                return nil
+            } catch {
+                return DoHLink.error(error).code
+            }
+        }
+        #expect(refusal("HTTP/1.1 200 OK\r\nContent-Length: 64001\r\n\r\n") == .dohResponseTooLarge)
+        #expect(refusal("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + String(repeating: "0", count: 1100)) == .dohResponseTooLarge)
+        #expect(refusal("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n") == .dohResponseMalformed)
+        #expect(refusal("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n") == .dohResponseMalformed)
+        // The status of a refused body is known (the link pauses on it).
+        var big = DoHLink.http1Reader()
+        #expect(throws: WireError.self) { try big.append(Array("HTTP/1.1 429 Slow\r\nContent-Length: 64001\r\n\r\n".utf8)) }
+        #expect(big.status == 429)
+        var extra = DoHLink.http1Reader()
+        #expect(try extra.append(Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxHTTP".utf8))?.body == Array("x".utf8))
+        #expect(extra.surplus == 4)
         #expect(DoHLink.http1Request([9], url: try DoHURL(parsing: "https://r.example/q")) == Array(
             "POST /q HTTP/1.1\r\nHost: r.example\r\nContent-Length: 1\r\nAccept: application/dns-message\r\nContent-Type: application/dns-message\r\n\r\n".utf8) + [9])
     }

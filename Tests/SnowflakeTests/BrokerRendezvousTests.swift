@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TransportWire
 @testable import SnowflakeTransport
 
 /// The test bed's facts (scripts/testbed env file named by POSTERN_TESTBED_ENV, as for the
@@ -86,14 +87,19 @@ struct SnowflakeTestBed: Sendable {
     /// The request no longer asks the server to close, so a response without a body must end at
     /// its head: a kept-alive connection would otherwise be read until the deadline.
     @Test func responsesWithoutABodyEndAtTheHead() throws {
-        for status in [204, 304, 100] {
-            var reader = HTTPResponseReader(bodyLimit: 100)
+        for status in [204, 304] {
+            var reader = HTTP1ResponseReader(bodyLimit: 100)
             let response = try reader.append(Array("HTTP/1.1 \(status) X\r\nServer: t\r\n\r\n".utf8))
             #expect(response?.status == status && response?.body.isEmpty == true)
         }
-        var framed = HTTPResponseReader(bodyLimit: 100)
+        // An interim 100 ends at its head too; the final answer follows it on the same connection
+        // (the shared reader skips it, as Go's client does, since issue #25).
+        var interim = HTTP1ResponseReader(bodyLimit: 100)
+        #expect(try interim.append(Array("HTTP/1.1 100 Continue\r\nServer: t\r\n\r\n".utf8)) == nil)
+        #expect(try interim.append(Array("HTTP/1.1 204 No Content\r\n\r\n".utf8))?.status == 204)
+        var framed = HTTP1ResponseReader(bodyLimit: 100)
         #expect(try framed.append(Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".utf8))?.body == Array("ok".utf8))
-        var unframed = HTTPResponseReader(bodyLimit: 100)
+        var unframed = HTTP1ResponseReader(bodyLimit: 100)
         #expect(try unframed.append(Array("HTTP/1.1 200 OK\r\n\r\nok".utf8)) == nil)
     }
 

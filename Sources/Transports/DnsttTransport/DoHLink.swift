@@ -24,7 +24,8 @@ package final class DoHLink: ResolverLink {
     static let maximumInFlight = 32
     static let http1Connections = 4
     static let requestTimeout: Duration = .seconds(60)
-    package static let bodyLimit = DoHHTTP1ResponseReader.bodyLimit
+    /// The largest answer body (the reference's 64000).
+    package static let bodyLimit = 64_000
     static let firstRedialDelay: Duration = .seconds(1)
     static let maximumRedialDelay: Duration = .seconds(10)
     package static let mediaType = "application/dns-message"
@@ -346,24 +347,35 @@ package final class DoHLink: ResolverLink {
     }
 
     /// One POST and its answer on `stream` within the request deadline; whether the connection can
-    /// carry the next request.
+    /// carry the next request. The answer is read by TransportWire's HTTP1ResponseReader (its caps,
+    /// the body at most ``bodyLimit``).
     private func exchange(_ query: [UInt8], over stream: BrowserTLSStream) async -> Bool {
         let request = Self.http1Request(query, url: url)
-        var reader = DoHHTTP1ResponseReader()
+        var reader = Self.http1Reader()
         do {
-            let response: DoHHTTP1Response? = try await withDeadline(Self.requestTimeout, expired: { stream.close() }) {
+            let response: HTTP1Response? = try await withDeadline(Self.requestTimeout, expired: { stream.close() }) {
                 try await stream.write(request)
                 while true {
                     let bytes = try await stream.read(maximumCount: Self.readChunk)
-                    if bytes.isEmpty { return reader.finish() }
-                    if let response = try reader.append(bytes) { return reader.surplus == 0 ? response : response.unreusable }
+                    do throws(WireError) {
+                        // A truncated answer is no answer (nil); one framed by the close is.
+                        if bytes.isEmpty { return try? reader.finish() }
+                        // Bytes after the answer answer nothing (one request is in flight): a
+                        // connection that sent them is not reused.
+                        if let response = try reader.append(bytes) {
+                            return reader.surplus == 0 ? response : HTTP1Response(head: response.head, body: response.body, reusable: false)
+                        }
+                    } catch {
+                        throw Self.error(error)
+                    }
                 }
             }
             guard let response else {
                 state.withLock { $0.dropped += 1 }
                 return false
             }
-            take(status: response.status, contentType: response.contentType, retryAfter: response.retryAfter, body: response.body)
+            take(status: response.status, contentType: response.head.value("content-type"), retryAfter: response.head.value("retry-after"),
+                 body: response.body)
             return response.reusable
         } catch {
             state.withLock { $0.dropped += 1 }
@@ -371,6 +383,20 @@ package final class DoHLink: ResolverLink {
             if let status = reader.status, status != 200 { pause(retryAfter: nil) }
             return false
         }
+    }
+
+    /// The reader for one answer over HTTP/1.1: TransportWire's, with the body at most ``bodyLimit``
+    /// and its other caps as they are (chunk-size line 1024 bytes, trailers 16 KiB, 8 interim 1xx).
+    package static func http1Reader() -> HTTP1ResponseReader {
+        HTTP1ResponseReader(bodyLimit: bodyLimit)
+    }
+
+    /// The reader's error in the link's words: past a cap is `doh-response-too-large`, anything else
+    /// `doh-response-malformed`.
+    package static func error(_ error: WireError) -> DnsttError {
+        let tooLarge = error.code == .httpTooLarge || error.code == .httpBodyTooLarge
+        return DnsttError(code: tooLarge ? .dohResponseTooLarge : .dohResponseMalformed, kind: .protocolViolation,
+                          message: "the resolver's HTTP/1.1 answer was refused: \(error.message)")
     }
 
     /// The verdict on one answer (``DoHAnswer``): a message for the session, a drop, or a pause.

@@ -3,7 +3,7 @@ import TransportTLS
 import TransportWire
 
 // Hostile input: the broker's (or AMP cache's) HTTP answer is read by HTTPResponse.read and parsed
-// by HTTPResponseReader (HTTPResponseReader.swift states the caps). The decoded body goes to
+// by TransportWire's HTTP1ResponseReader (HTTP1ResponseReader.swift states the caps). The decoded body goes to
 // BrokerMessages.swift and, for an answer, to SessionDescriptionProtocol.swift, both within
 // readLimit. The connection itself comes from a SnowflakeStreamConnector (BrowserTLSConnector for
 // https: Firefox ESR's ClientHello, SNI = the front).

@@ -13,8 +13,12 @@ public enum WireErrorDomain: ErrorDomain {
 extension WireError.Code {
     /// An HTTP/1.1 response head that breaks RFC 9112's grammar (status line or a header line).
     public static let httpMalformed = Self("http-malformed")
-    /// An HTTP/1.1 response head past a cap (head bytes, header lines, line length).
+    /// An HTTP/1.1 response head past a cap (head bytes, header lines, line length), or a framing
+    /// line of its body past one (a chunk-size line, the trailer section).
     public static let httpTooLarge = Self("http-too-large")
+    /// An HTTP/1.1 response body over the reader's cap (its Content-Length, a chunk, or the bytes
+    /// before the close).
+    public static let httpBodyTooLarge = Self("http-body-too-large")
     /// The server's answer to a WebSocket opening handshake is not a valid acceptance.
     public static let webSocketHandshake = Self("websocket-handshake")
     /// The peer closed the connection before the exchange was complete.
