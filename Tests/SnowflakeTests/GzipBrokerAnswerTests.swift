@@ -75,7 +75,9 @@ import Testing
         // A gzip answer on a connection the server keeps open: inflated, well before the deadline.
         let start = ContinuousClock.now
         #expect(try await rendezvous.exchange(request) == expected)
-        #expect(ContinuousClock.now - start < .seconds(10))
+        // Under the broker's 30 s deadline with room for a stalled test process (a CI run held every
+        // task of a unit process back for about 4.5 s).
+        #expect(ContinuousClock.now - start < .seconds(20))
         let headLine = await lines.next()
         let head = try JSONDecoder().decode([String].self, from: Data(try #require(headLine).utf8))
         #expect(head == ["POST /client HTTP/1.1", "Host: 127.0.0.1:\(port)", "User-Agent: Go-http-client/1.1",
