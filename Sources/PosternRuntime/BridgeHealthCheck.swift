@@ -272,23 +272,10 @@ public struct BridgeHealthCheck: Sendable {
             return health
         }
         let https = options.scheme == .https
-        /// When each stage was reached, in milliseconds since the start.
-        let reached = Mutex<[WebtunnelTransport.Stage: Double]>([:])
-        let started = ContinuousClock.now
-        var failure: (any Error)?
-        do {
-            let connection = try await withDeadline(timeout * 3, timedOut: { TransportError.noAnswer(within: timeout * 3) }) {
-                try await transport.probe(options, context: DialContext()) { stage in
-                    let at = milliseconds(since: started)
-                    reached.withLock { $0[stage] = at }
-                }
-            }
-            connection.close()
-        } catch {
-            failure = error
+        let probe = await StagedProbe<WebtunnelTransport.Stage>.run(limit: timeout * 3) { stageReached in
+            try await transport.probe(options, context: DialContext(), stageReached: stageReached)
         }
-        let times = reached.withLock { $0 }
-        let failedAt = milliseconds(since: started)
+        let (times, failure, failedAt) = (probe.reached, probe.failure, probe.ended)
         let detail = failure.map(describe) ?? ""
         func step(_ stage: WebtunnelTransport.Stage, since previous: WebtunnelTransport.Stage?, ok: String) -> BridgeHealth.Step {
             if let at = times[stage] {

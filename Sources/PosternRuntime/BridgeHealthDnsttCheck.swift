@@ -1,6 +1,5 @@
 import BridgeConfig
 import DnsttTransport
-import Synchronization
 import TransportBase
 import TransportWire
 
@@ -30,26 +29,12 @@ extension BridgeHealthCheck {
         case .dot: kind = "dot"
         case .doh: kind = "doh"
         }
-        /// When each stage was first seen, in milliseconds since the start.
-        let reached = Mutex<[DnsttTransport.Stage: Double]>([:])
-        let started = ContinuousClock.now
-        var failure: (any Error)?
         // The transport's own waits (resolver look-up, TLS, handshake) are each `timeout`; this
         // bounds the whole dial.
-        let limit = timeout * 3
-        do {
-            let connection = try await withDeadline(limit, timedOut: { TransportError.noAnswer(within: limit) }) {
-                try await transport.probe(options, context: DialContext()) { stage in
-                    let at = milliseconds(since: started)
-                    reached.withLock { $0[stage] = at }
-                }
-            }
-            connection.close()
-        } catch {
-            failure = error
+        let probe = await StagedProbe<DnsttTransport.Stage>.run(limit: timeout * 3) { stageReached in
+            try await transport.probe(options, context: DialContext(), stageReached: stageReached)
         }
-        let times = reached.withLock { $0 }
-        let ended = milliseconds(since: started)
+        let (times, failure, ended) = (probe.reached, probe.failure, probe.ended)
         let error = failure.map(describe) ?? ""
 
         // The resolver: the link up, then a DNS answer back.
