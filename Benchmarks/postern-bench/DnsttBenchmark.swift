@@ -275,14 +275,9 @@ func runDnsttBenchmark(rounds: Int, firstBytes: Int, kilobytes: Int, only: Set<S
     for (_, key) in transports where !(environment[key] ?? "").hasPrefix("dnstt ") {
         throw DnsttBenchmarkError(description: "\(key) is not a dnstt bridge line in the bed's environment")
     }
-    let selfPath = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    let ourPath = environment["POSTERN_BINARY"] ?? selfPath.deletingLastPathComponent().appendingPathComponent("postern").path
-    var binaries = [WebtunnelClientBinary(label: "postern", path: ourPath)]
-    if let baseline = environment["POSTERN_BASELINE"], !baseline.isEmpty {
-        binaries.append(WebtunnelClientBinary(label: "baseline", path: baseline))
-    }
-    for binary in binaries where !FileManager.default.isExecutableFile(atPath: binary.path) {
-        throw DnsttBenchmarkError(description: "\(binary.label): \(binary.path) is not an executable (swift build -c release --product postern)")
+    let binaries = PosternBinary.underTest(environment)
+    if let missing = binaries.first(where: { !$0.isExecutable }) {
+        throw DnsttBenchmarkError(description: missing.notExecutableMessage)
     }
     let counters = try ResolverLinkCounters(resolver: resolver, server: server.addressBytes.map(String.init).joined(separator: "."), serverPort: server.port)
     defer { counters.remove() }

@@ -28,11 +28,6 @@ import TransportTestSupport
 
 struct WebtunnelBenchmarkError: Error, CustomStringConvertible { let description: String }
 
-struct WebtunnelClientBinary {
-    let label: String
-    let path: String
-}
-
 struct WebtunnelSample {
     var dial: [Double] = []
     var dialCPU: Double = 0
@@ -45,7 +40,7 @@ struct WebtunnelSample {
 }
 
 /// `postern pt-client` as a managed webtunnel client; SOCKS5 endpoint from its CMETHOD line.
-func startWebtunnelClient(_ binary: WebtunnelClientBinary, environment: [String: String]) async throws -> ClientUnderTest {
+func startWebtunnelClient(_ binary: PosternBinary, environment: [String: String]) async throws -> ClientUnderTest {
     let state = FileManager.default.temporaryDirectory.appendingPathComponent("postern-bench-wt-\(UUID().uuidString.prefix(8))")
     let child = try ManagedChildProcess(executable: binary.path, arguments: ["pt-client"], environment: environment.merging([
         "TOR_PT_MANAGED_TRANSPORT_VER": "1",
@@ -67,14 +62,9 @@ func runWebtunnelBenchmark(rounds: Int, handshakes: Int, firstBytes: Int, megaby
           let caFile = environment["TB_WEBTUNNEL_CA"], let torrcPath = environment["TB_CLIENT_TORRC"] else {
         throw WebtunnelBenchmarkError(description: "run inside the test bed with its webtunnel stack (namespace mode): scripts/testbed exec --dir DIR postern-bench webtunnel")
     }
-    let selfPath = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-    let ourPath = environment["POSTERN_BINARY"] ?? selfPath.deletingLastPathComponent().appendingPathComponent("postern").path
-    var binaries = [WebtunnelClientBinary(label: "postern", path: ourPath)]
-    if let baseline = environment["POSTERN_BASELINE"], !baseline.isEmpty {
-        binaries.append(WebtunnelClientBinary(label: "baseline", path: baseline))
-    }
-    for binary in binaries where !FileManager.default.isExecutableFile(atPath: binary.path) {
-        throw WebtunnelBenchmarkError(description: "\(binary.label): \(binary.path) is not an executable (swift build -c release --product postern)")
+    let binaries = PosternBinary.underTest(environment)
+    if let missing = binaries.first(where: { !$0.isExecutable }) {
+        throw WebtunnelBenchmarkError(description: missing.notExecutableMessage)
     }
     // "webtunnel ADDRESS FINGERPRINT url=... ver=..." → the SOCKS arguments tor would send.
     let fields = bridge.split(separator: " ")
