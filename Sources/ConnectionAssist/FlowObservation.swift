@@ -95,10 +95,9 @@ public struct FlowObservation: Sendable, Hashable, CustomStringConvertible {
             observed = "reset after \(Self.kilobytes(counts.bytesReceived)) KB, \(milliseconds(counts.age) / 1000) s in"
             return
         }
-        let wroteAfterLastRead = counts.lastWriteAfter.map { lastWrite in counts.lastReadAfter.map { lastWrite > $0 } ?? false } ?? false
-        let torWaited = torWaitingFor.map { $0 >= Self.stallAfter } ?? false
         if Self.freezeBytes.contains(counts.bytesReceived), let lastRead = counts.lastReadAfter,
-           counts.age - lastRead >= Self.stallAfter, wroteAfterLastRead || torWaited,
+           counts.age - lastRead >= Self.stallAfter,
+           (counts.lastWriteAfter.map { $0 > lastRead } ?? false) || (torWaitingFor.map { $0 >= Self.stallAfter } ?? false),
            !report.endedByPeer, code != .connectionReset {
             kind = .stoppedAfterBytes
             observed = "data stopped after ~\(Self.kilobytes(counts.bytesReceived)) KB; the connection stayed open"
