@@ -18,6 +18,9 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source "$(dirname "${BASH_SOURCE[0]}")/swift-env.sh"  # swift on PATH, the tor core on PKG_CONFIG_PATH
+# Progress lines carry the time since the run started, so a run's log shows where its time went
+# (`make test` has a 35-minute budget on two cores).
+phase() { printf '== %d:%02d %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 scripts/install-deps.sh
 scripts/install-test-peers.sh
 fast=0
@@ -26,8 +29,38 @@ case "${1:-}" in
   "") ;;
   *) echo "run-tests.sh: unknown option $1 (--fast: unit, CLI and transport tests only)" >&2; exit 64 ;;
 esac
-echo "== building" >&2
+tb_dir="$PWD/.testbed/test"
+tb_dir_b="$PWD/.testbed/test-b"
+# Ends a background process and everything it started (the fuzz stage's libFuzzer processes).
+kill_tree() { local child; for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done; kill "$1" 2>/dev/null || true; }
+# Both beds go down at once: each teardown mostly waits for its processes to exit.
+beds_down() {
+  scripts/testbed down --dir "$tb_dir" || true &
+  [ "$fast" = 1 ] || scripts/testbed down --dir "$tb_dir_b" >/dev/null 2>&1 || true &
+  wait
+}
+# The test beds come up while Swift builds: a bed needs nothing the build makes (its Go stand-ins
+# are built by scripts/testbed itself, once, into .build/), and most of its start is waiting for
+# the bed's tor network to publish a consensus. One after the other: the second shares the Go
+# stand-ins the first one built. Their output, which names their bridges, goes to files outside
+# the run directory the leak check reads; the first bed's is shown once it is up, as before.
+bed_up_log="$PWD/.testbed/test-up.log"
+bed_up_log_b="$PWD/.testbed/test-b-up.log"
+mkdir -p "$PWD/.testbed"
+rm -f "$bed_up_log.status" "$bed_up_log_b.status"
+scripts/testbed down --dir "$tb_dir" >/dev/null 2>&1 || true
+[ "$fast" = 1 ] || scripts/testbed down --dir "$tb_dir_b" >/dev/null 2>&1 || true
+phase "building, and starting the test beds alongside"
+(
+  if scripts/testbed up --dir "$tb_dir" --censor none >"$bed_up_log" 2>&1; then echo 0; else echo 1; fi >"$bed_up_log.status"
+  if [ "$fast" = 0 ]; then
+    if scripts/testbed up --dir "$tb_dir_b" --censor none >"$bed_up_log_b" 2>&1; then echo 0; else echo 1; fi >"$bed_up_log_b.status"
+  fi
+) &
+beds_starting=$!
+trap 'kill_tree "$beds_starting"; beds_down' EXIT
 swift build --build-tests
+phase "built"
 # Two builds the tests do not need at once run in the background at the lowest CPU priority, so
 # they take only the cycles the tests leave idle (the test-bed tests mostly wait on the network):
 # the embedding example, its own package that compiles Postern a second time (453 s measured in the
@@ -41,7 +74,7 @@ fuzz_results="$PWD/.build/fuzz-results"
 fuzz_stage_log="$PWD/.build/fuzz-stage.log"
 rm -f "$embed_status" "$fuzz_build_log" "$fuzz_results" "$fuzz_stage_log"
 if [ "$fast" = 0 ]; then
-  echo "== building Examples/EmbedNostr, then the fuzz targets, in the background (nice 19)" >&2
+  phase "building Examples/EmbedNostr, then the fuzz targets, in the background (nice 19)"
   (
     nice -n 19 swift build --package-path Examples/EmbedNostr >"$embed_log" 2>&1
     echo $? >"$embed_status"
@@ -55,30 +88,23 @@ if [ "$fast" = 0 ]; then
   ) &
   background_builds=$!
 fi
-tb_dir="$PWD/.testbed/test"
-tb_dir_b="$PWD/.testbed/test-b"
-# Ends a background process and everything it started (the fuzz stage's libFuzzer processes).
-kill_tree() { local child; for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done; kill "$1" 2>/dev/null || true; }
-beds_down() { scripts/testbed down --dir "$tb_dir" || true; [ "$fast" = 1 ] || scripts/testbed down --dir "$tb_dir_b" >/dev/null 2>&1 || true; }
-scripts/testbed down --dir "$tb_dir" >/dev/null 2>&1 || true
-trap 'beds_down' EXIT
-echo "== starting the test bed" >&2
-scripts/testbed up --dir "$tb_dir" --censor none
+trap 'kill_tree "$beds_starting"; [ -z "${background_builds:-}" ] || kill_tree "$background_builds"; beds_down' EXIT
+phase "waiting for the test beds to be up"
+wait "$beds_starting" || true
+cat "$bed_up_log" >&2 || true
+if [ "$(cat "$bed_up_log.status" 2>/dev/null)" != 0 ]; then
+  echo "run-tests.sh: the test bed did not come up (its output above)" >&2
+  exit 1
+fi
 export POSTERN_TESTBED_ENV="$tb_dir/env"
 in_bed() { scripts/testbed exec --dir "$tb_dir" "$@"; }
-# The second test bed (about 26 s; it builds nothing: the Go stand-ins the first one built are
-# shared). Not in the background: while it starts, its tor relays and stand-ins would take the CPU
-# from unit tests with short handshake deadlines. Its output (which names its bridges) stays outside
-# the run directory the leak check reads, like the first one's.
 second_bed=""
 if [ "$fast" = 0 ]; then
-  echo "== starting the second test bed" >&2
-  scripts/testbed down --dir "$tb_dir_b" >/dev/null 2>&1 || true
-  if scripts/testbed up --dir "$tb_dir_b" --censor none >"$PWD/.testbed/test-b-up.log" 2>&1; then
+  if [ "$(cat "$bed_up_log_b.status" 2>/dev/null)" = 0 ]; then
     second_bed="$tb_dir_b"
   else
     echo "== the second test bed did not come up; the test-bed tests run one at a time (.testbed/test-b-up.log):" >&2
-    tail -n 20 "$PWD/.testbed/test-b-up.log" >&2 || true
+    tail -n 20 "$bed_up_log_b" >&2 || true
   fi
 fi
 
@@ -134,7 +160,10 @@ check() { # $1 = label, rest = command; one test
   fi
 }
 
-echo "== unit, CLI and transport tests (four processes, one after the other)" >&2
+# The test binary itself, not `swift test`: SwiftPM holds a lock on .build for as long as a
+# `swift test` runs, so a second one would wait for the first.
+test_binary=$(find "$(swift build --show-bin-path)" -maxdepth 1 -name '*PackageTests.xctest' | head -n 1)
+phase "unit, CLI and transport tests (four processes, one after the other, and the snowflake tests beside them)"
 # Debian's firefox-esr (FirefoxComparisonTests) takes both cores for seconds while it starts: in the
 # first seconds of the shared process, where every suite starts at once, that held tests with 5 s
 # handshake deadlines off the CPU for 17-20 s (two fresh-clone runs, one such test each). It runs
@@ -155,10 +184,30 @@ echo "== unit, CLI and transport tests (four processes, one after the other)" >&
 environment_tests='ProxyEnvironmentTests|thePluginGetsThePTEnvironmentAndNoProxyVariables'
 unit_skips=(--skip '\.TestBedSuite/' --skip 'FirefoxComparisonTests' --skip "$environment_tests")
 grouped='TransportTests|TransportTLSTests|WebtunnelTests|SnowflakeTests|CoreTests|CLITests|BridgeConfigTests|BridgeQRTests|PosternTrialsTests|TrialAnalysisTests'
-run_group "unit: transports" "${unit_skips[@]}" --filter '^(TransportTests|TransportTLSTests|WebtunnelTests|SnowflakeTests)\.'
+# The snowflake tests run beside the others, in the second bed (the first when there is only one),
+# in a process of their own: most of their time is waiting for one of a bed's two snowflake proxies
+# (Debian's 2.5.1 proxy stays busy for 20 s after a rendezvous whose data channel never opens),
+# 75 s of waiting for 8 s of CPU, measured alone.
+snowflake_bed="${second_bed:-$tb_dir}"
+log_number=$((log_number + 1))
+snowflake_log=$(log_name "$log_number" "unit: snowflake")
+(
+  if scripts/testbed exec --dir "$snowflake_bed" env POSTERN_TESTBED_ENV="$snowflake_bed/env" TMPDIR="$run_dir/tmp" NO_COLOR=1 \
+      "$test_binary" --testing-library swift-testing "${unit_skips[@]}" --filter '^SnowflakeTests\.' >"$snowflake_log" 2>&1; then
+    echo 0
+  else
+    echo 1
+  fi >"$snowflake_log.status"
+) &
+snowflake_group=$!
+run_group "unit: transports" "${unit_skips[@]}" --filter '^(TransportTests|TransportTLSTests|WebtunnelTests)\.'
 run_group "unit: core" "${unit_skips[@]}" --filter '^CoreTests\.'
 run_group "unit: CLI, store, trials" "${unit_skips[@]}" --filter '^(CLITests|BridgeConfigTests|BridgeQRTests|PosternTrialsTests|TrialAnalysisTests)\.'
 run_group "unit: the rest" "${unit_skips[@]}" --skip "^($grouped)\."
+wait "$snowflake_group" || true
+phase "unit: snowflake (ran beside the groups above, in $(basename "$snowflake_bed"))"
+cat "$snowflake_log"
+tally "unit: snowflake" "$snowflake_log" "$(cat "$snowflake_log.status" 2>/dev/null || echo 1)"
 run_group "FirefoxComparisonTests" --filter 'FirefoxComparisonTests'
 run_group "tests that set environment variables" --filter "$environment_tests"
 
@@ -168,6 +217,7 @@ if [ "$fast" = 1 ]; then
   check "every cited file is in the repository, no machine paths" python3 scripts/check-citations.py
   check "README's module graph matches Package.swift" python3 scripts/module-graph.py --check
   check "the embedding API matches docs/api/" python3 scripts/api-listing.py --check
+  phase "done"
   [ ${#failures[@]} -eq 0 ] || printf 'failed: %s\n' "${failures[@]}"
   echo "tests: $passed passed, $failed failed"
   [ "$failed" = 0 ]
@@ -198,9 +248,6 @@ if [ $((queued + ${#solo[@]})) != "${#bed_tests[@]}" ]; then
   failed=$((failed + 1)); failures+=("scheduling the test-bed tests")
 fi
 filter_for() { local pattern; pattern=$(printf '%s' "$1" | sed 's/[][().*+?^$|\\{}]/\\&/g'); printf '%s' "${pattern#IntegrationTests\\.}"; }
-# The test binary itself, not `swift test`: SwiftPM holds a lock on .build for as long as a
-# `swift test` runs, so a second one would wait for the first.
-test_binary=$(find "$(swift build --show-bin-path)" -maxdepth 1 -name '*PackageTests.xctest' | head -n 1)
 bed_results="$run_dir/bed-results"
 : >"$bed_results"
 run_bed_test() { # $1 = bed directory, $2 = log number, $3 = test; output to its log, a line to stderr
@@ -211,7 +258,7 @@ run_bed_test() { # $1 = bed directory, $2 = log number, $3 = test; output to its
   if scripts/testbed exec --dir "$dir" env POSTERN_TESTBED_ENV="$dir/env" TMPDIR="$run_dir/tmp" \
       NO_COLOR=1 "$test_binary" --testing-library swift-testing --filter "$(filter_for "$test")" >"$log" 2>&1; then status=0; else status=1; fi
   printf '%s\t%s\t%s\n' "$status" "$log" "$test" >>"$bed_results"
-  printf '== [%s] %s %s in %s s\n' "$(basename "$dir")" "${test#IntegrationTests.TestBedSuite/}" \
+  printf '== %d:%02d [%s] %s %s in %s s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$(basename "$dir")" "${test#IntegrationTests.TestBedSuite/}" \
     "$([ "$status" = 0 ] && echo passed || echo FAILED)" "$(($(date +%s) - start))" >&2
 }
 bed_worker() { # $1 = bed directory; takes the next test from the queue until it is empty
@@ -233,7 +280,7 @@ bed_worker() { # $1 = bed directory; takes the next test from the queue until it
     run_bed_test "$dir" $((index + ${#solo[@]} + log_number)) "$test"
   done
 }
-echo "== ${#bed_tests[@]} test-bed tests, one process each: ${#solo[@]} alone, then $queued two at a time in two test beds" >&2
+phase "${#bed_tests[@]} test-bed tests, one process each: ${#solo[@]} alone, then $queued two at a time in two test beds"
 for index in "${!solo[@]}"; do
   run_bed_test "$tb_dir" $((index + 1 + log_number)) "${solo[$index]}"
 done
@@ -250,14 +297,14 @@ while IFS=$'\t' read -r status log test; do
   tally "$test" "$log" "$status"
 done < <(sort -t $'\t' -k2,2 "$bed_results")
 
-echo "== waiting for the background builds and the fuzz stage" >&2
+phase "test-bed tests done; waiting for the background builds and the fuzz stage"
 wait "$background_builds" || true
 background_builds=""
 if [ -s "$fuzz_results" ]; then
-  echo "== fuzz stage (ran in the background): every libFuzzer target for ${FUZZ_CI_SECONDS:-25} s" >&2
+  phase "fuzz stage (ran in the background): every libFuzzer target for ${FUZZ_CI_SECONDS:-25} s"
   cat "$fuzz_stage_log" | tee "$run_dir/logs/fuzz.log"
 else
-  echo "== fuzz stage: every libFuzzer target for ${FUZZ_CI_SECONDS:-25} s" >&2
+  phase "fuzz stage: every libFuzzer target for ${FUZZ_CI_SECONDS:-25} s"
   fuzz_build=()
   grep -q '^== fuzz build took' "$fuzz_build_log" 2>/dev/null && fuzz_build=(--skip-build)  # built in the background
   scripts/fuzz.sh --seconds "${FUZZ_CI_SECONDS:-25}" "${fuzz_build[@]}" --results "$fuzz_results" 2>&1 | tee "$run_dir/logs/fuzz.log" || true
@@ -272,7 +319,7 @@ while read -r result target; do [ "$result" = FAIL ] && failures+=("fuzz: $targe
 # The stage can fail: a target whose every input breaks an invariant must be reported as failed.
 check "fuzz stage fails on a crash" bash -c '! POSTERN_FUZZ_PLANTED_CRASH=1 FUZZ_ARTIFACTS="$1" scripts/fuzz.sh --seconds 5 KCPFuzzer' _ "$run_dir/fuzz-self-test"
 
-echo "== hygiene: bridge secrets in the run's outputs and files" >&2
+phase "hygiene: bridge secrets in the run's outputs and files"
 kill "$keeper" 2>/dev/null || true
 wait "$keeper" 2>/dev/null || true
 check "leak check self-test" python3 scripts/check-leaks.py --self-test
@@ -288,6 +335,7 @@ if [ -n "$second_bed" ]; then
   check "no bridge secrets of the second test bed in outputs or files" python3 scripts/check-leaks.py --env "$second_bed/env" "$run_dir/logs" "$run_dir/tmp" "$run_dir/kept"
 fi
 
+phase "done"
 echo
 if [ ${#failures[@]} -gt 0 ]; then
   printf 'failed: %s\n' "${failures[@]}"
