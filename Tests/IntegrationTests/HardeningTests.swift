@@ -305,6 +305,8 @@ final class RunSocketSampler: @unchecked Sendable {
 final class BackgroundFetch: @unchecked Sendable {
     private let process = Process()
     private let outFile: URL, errFile: URL
+    /// Once this file exists, the rate-limited reader passes the rest through at once.
+    private let unlimitFile: URL
 
     /// `limitRate` (bytes a second, "64k" = 65,536) keeps a download in flight for a test that must
     /// interrupt it: on an idle loopback the whole blob can arrive between two checks. curl writes
@@ -316,18 +318,21 @@ final class BackgroundFetch: @unchecked Sendable {
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("postern-fetch-\(UUID().uuidString.prefix(8))")
         outFile = base.appendingPathExtension("out")
         errFile = base.appendingPathExtension("err")
+        unlimitFile = base.appendingPathExtension("unlimit")
         _ = FileManager.default.createFile(atPath: outFile.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errFile.path, contents: nil)
         let curl = ["--silent", "--show-error", "--max-time", "\(timeout)", "--socks5-hostname", socks, url]
         if let limitRate {
             let digits = limitRate.lowercased().hasSuffix("k") ? limitRate.dropLast() : Substring(limitRate)
             let rate = (Int(digits) ?? 64) * (limitRate.lowercased().hasSuffix("k") ? 1024 : 1)
-            // 16 reads a second; pipefail: the exit status is curl's when curl fails.
-            let reader = "import sys, time\nsrc, dst = sys.stdin.buffer, sys.stdout.buffer\nwhile True:\n"
-                + "    chunk = src.read1(\(max(1, rate / 16)))\n    if not chunk: break\n    dst.write(chunk); dst.flush(); time.sleep(1 / 16)\n"
+            // 16 reads a second until the unlimit file appears (see stopLimiting); pipefail: the
+            // exit status is curl's when curl fails.
+            let reader = "import os, sys, time\nsrc, dst = sys.stdin.buffer, sys.stdout.buffer\nunlimited = False\nwhile True:\n"
+                + "    chunk = src.read1(65536 if unlimited else \(max(1, rate / 16)))\n    if not chunk: break\n    dst.write(chunk); dst.flush()\n"
+                + "    unlimited = unlimited or os.path.exists(os.environ['UNLIMIT'])\n    if not unlimited: time.sleep(1 / 16)\n"
             process.executableURL = URL(fileURLWithPath: "/bin/bash")
             process.arguments = ["-c", "set -o pipefail; /usr/bin/curl \"$@\" | /usr/bin/python3 -c \"$READER\"", "fetch"] + curl
-            process.environment = ProcessInfo.processInfo.environment.merging(["READER": reader]) { $1 }
+            process.environment = ProcessInfo.processInfo.environment.merging(["READER": reader, "UNLIMIT": unlimitFile.path]) { $1 }
         } else {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
             process.arguments = curl
@@ -341,6 +346,14 @@ final class BackgroundFetch: @unchecked Sendable {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         try? FileManager.default.removeItem(at: outFile)
         try? FileManager.default.removeItem(at: errFile)
+        try? FileManager.default.removeItem(at: unlimitFile)
+    }
+
+    /// Ends the rate limit: what curl still has to read (the kernel may hold megabytes in its
+    /// socket's receive buffer, which grows to tcp_rmem's maximum) passes through at once, so curl
+    /// reaches the end of its connection in well under a second rather than at the limit's pace.
+    func stopLimiting() {
+        _ = FileManager.default.createFile(atPath: unlimitFile.path, contents: nil)
     }
 
     var isRunning: Bool { process.isRunning }
