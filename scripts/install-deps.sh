@@ -77,4 +77,5 @@ if command -v systemctl >/dev/null 2>&1; then
 fi
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
 command -v swift >/dev/null || { echo "install-deps: swift not found (expected on PATH or at /opt/swift)" >&2; exit 1; }
-"$(dirname "${BASH_SOURCE[0]}")/build-tor-core.sh"
+# scripts/run-tests.sh builds the tor core itself, while its test beds come up (POSTERN_DEPS_WITHOUT_TOR_CORE=1).
+[ "${POSTERN_DEPS_WITHOUT_TOR_CORE:-0}" = 1 ] || "$(dirname "${BASH_SOURCE[0]}")/build-tor-core.sh"

@@ -21,7 +21,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/swift-env.sh"  # swift on PATH, the tor c
 # Progress lines carry the time since the run started, so a run's log shows where its time went
 # (`make test` has a 35-minute budget on two cores).
 phase() { printf '== %d:%02d %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
-scripts/install-deps.sh
+POSTERN_DEPS_WITHOUT_TOR_CORE=1 scripts/install-deps.sh
 scripts/install-test-peers.sh
 fast=0
 case "${1:-}" in
@@ -39,18 +39,19 @@ beds_down() {
   [ "$fast" = 1 ] || scripts/testbed down --dir "$tb_dir_b" >/dev/null 2>&1 || true &
   wait
 }
-# The test beds come up while Swift builds: a bed needs nothing the build makes (its Go stand-ins
-# are built by scripts/testbed itself, once, into .build/), and most of its start is waiting for
-# the bed's tor network to publish a consensus. One after the other: the second shares the Go
-# stand-ins the first one built. Their output, which names their bridges, goes to files outside
-# the run directory the leak check reads; the first bed's is shown once it is up, as before.
+# The test beds come up while the tor core and Swift build: a bed needs nothing the builds make
+# (its Go stand-ins are built by scripts/testbed itself, once, into .build/), and most of its start
+# is waiting for the bed's tor network to publish a consensus; the Go build fills the cores the
+# tor core's single-threaded configure and link steps leave idle. One after the other: the second
+# shares the Go stand-ins the first one built. Their output, which names their bridges, goes to
+# files outside the run directory the leak check reads; the first bed's is shown once it is up.
 bed_up_log="$PWD/.testbed/test-up.log"
 bed_up_log_b="$PWD/.testbed/test-b-up.log"
 mkdir -p "$PWD/.testbed"
 rm -f "$bed_up_log.status" "$bed_up_log_b.status"
 scripts/testbed down --dir "$tb_dir" >/dev/null 2>&1 || true
 [ "$fast" = 1 ] || scripts/testbed down --dir "$tb_dir_b" >/dev/null 2>&1 || true
-phase "building, and starting the test beds alongside"
+phase "building the tor core and Postern, and starting the test beds alongside"
 (
   if scripts/testbed up --dir "$tb_dir" --censor none >"$bed_up_log" 2>&1; then echo 0; else echo 1; fi >"$bed_up_log.status"
   if [ "$fast" = 0 ]; then
@@ -59,6 +60,7 @@ phase "building, and starting the test beds alongside"
 ) &
 beds_starting=$!
 trap 'kill_tree "$beds_starting"; beds_down' EXIT
+scripts/build-tor-core.sh
 swift build --build-tests
 phase "built"
 # Two builds the tests do not need at once run in the background at the lowest CPU priority, so
