@@ -53,9 +53,6 @@ package enum Obfs4Framing {
 package struct DirectionKeys: Sendable {
     let secretboxKey: [UInt8]
     let noncePrefix: [UInt8]
-    /// HSalsa20(secretboxKey, noncePrefix): every frame's nonce starts with the prefix, so frames
-    /// are sealed and opened from this subkey and their counter alone (`Sodium.secretboxSealInPlace`).
-    let secretboxSubkey: [UInt8]
     let lengthMaskSeed: [UInt8]
 
     package init(keyMaterial: some Collection<UInt8>) {
@@ -63,24 +60,44 @@ package struct DirectionKeys: Sendable {
         precondition(bytes.count == Obfs4Framing.keyMaterialLength)
         secretboxKey = Array(bytes[0..<32])
         noncePrefix = Array(bytes[32..<48])
-        secretboxSubkey = Sodium.xsalsa20Subkey(key: secretboxKey, noncePrefix: noncePrefix)
         lengthMaskSeed = Array(bytes[48..<72])
     }
 }
 
+/// The 24-byte secretbox nonce, noncePrefix | counter(8, big-endian), kept in one buffer whose
+/// counter bytes are rewritten per frame (no allocation per frame).
+private struct FrameNonce {
+    private var bytes: [UInt8]
+
+    init(prefix: [UInt8]) {
+        precondition(prefix.count == 16)
+        bytes = prefix + [UInt8](repeating: 0, count: 8)
+    }
+
+    /// Calls `body` with the nonce for `counter`.
+    mutating func with<Result>(counter: UInt64, _ body: (UnsafePointer<UInt8>) -> Result) -> Result {
+        bytes.withUnsafeMutableBytes { raw in
+            raw.storeBytes(of: counter.bigEndian, toByteOffset: 16, as: UInt64.self)
+            return body(raw.baseAddress!.assumingMemoryBound(to: UInt8.self))
+        }
+    }
+}
+
 /// Seals packets into frames, in place in the caller's output buffer: the packet is written where
-/// the ciphertext goes and sealed over itself (Salsa20's XOR runs in place and the tag goes in
-/// the 16 bytes before it), so each payload byte is copied once.
+/// the ciphertext goes and sealed over itself (libsodium's secretbox allows the exact in-place
+/// layout, ciphertext pointer == plaintext pointer), so each payload byte is copied once.
 package struct FrameEncoder: Sendable {
     private let keys: DirectionKeys
     private var counter: UInt64 = 1
     private var lengthMask: SipHashDRBG
+    private var nonce: FrameNonce
     /// Length field and tag, zero until the frame is sealed.
     private static let placeholder = [UInt8](repeating: 0, count: Obfs4Framing.frameOverhead)
 
     package init(keys: DirectionKeys) {
         self.keys = keys
         self.lengthMask = SipHashDRBG(seed: keys.lengthMaskSeed)
+        self.nonce = FrameNonce(prefix: keys.noncePrefix)
     }
 
     /// Appends one frame carrying `payload` (≤ 1427 bytes) and `paddingLength` zero bytes to `output`.
@@ -121,9 +138,11 @@ package struct FrameEncoder: Sendable {
         counter &+= 1
         let boxLength = packetLength + Obfs4Framing.tagLength
         output.withUnsafeMutableBufferPointer { out in
-            keys.secretboxSubkey.withUnsafeBufferPointer { k in
-                Sodium.secretboxSealInPlace(box: UnsafeMutableBufferPointer(rebasing: out[start + 2..<start + 2 + boxLength]),
-                                            counter: frameCounter, subkey: k.baseAddress!)
+            nonce.with(counter: frameCounter) { n in
+                keys.secretboxKey.withUnsafeBufferPointer { k in
+                    Sodium.secretboxSealInPlace(box: UnsafeMutableBufferPointer(rebasing: out[start + 2..<start + 2 + boxLength]),
+                                                nonce: n, key: k.baseAddress!)
+                }
             }
         }
         let maskedLength = UInt16(boxLength) ^ lengthMask.nextLengthMask()
@@ -151,8 +170,8 @@ package struct DecodedPacket: Sendable, Equatable {
 
 /// Turns a byte stream back into packets. Any failure is final: the connection must be dropped.
 ///
-/// Boxes are opened in place in the receive buffer (the tag is verified before anything is
-/// decrypted, and nothing is written when it is wrong), and a payload is handed out as a view of that buffer. The buffer is
+/// Boxes are opened in place in the receive buffer (after the tag checks out; libsodium writes
+/// nothing when it does not), and a payload is handed out as a view of that buffer. The buffer is
 /// either the decoder's own (`append`, then `nextPacket`: the fuzz harnesses and tests) or the
 /// caller's (`openFrames`: Obfs4Connection, which receives into it, so the payloads reach tor's
 /// socket with no copy at all).
@@ -160,6 +179,7 @@ package struct FrameDecoder: Sendable {
     private let keys: DirectionKeys
     private var counter: UInt64 = 1
     private var lengthMask: SipHashDRBG
+    private var nonce: FrameNonce
     private var buffer: [UInt8] = []
     private var readIndex = 0
     /// The unmasked box length of the frame being waited for (the mask is consumed once per frame).
@@ -169,6 +189,7 @@ package struct FrameDecoder: Sendable {
     package init(keys: DirectionKeys) {
         self.keys = keys
         self.lengthMask = SipHashDRBG(seed: keys.lengthMaskSeed)
+        self.nonce = FrameNonce(prefix: keys.noncePrefix)
     }
 
     /// Drops consumed bytes before more are added (the buffer holds at most one partial frame plus
@@ -289,9 +310,11 @@ package struct FrameDecoder: Sendable {
         let start = readIndex
         let packetLength = boxLength - Obfs4Framing.tagLength
         let frameCounter = counter
-        let opened = keys.secretboxSubkey.withUnsafeBufferPointer { k in
-            Sodium.secretboxOpenInPlace(box: UnsafeMutableBufferPointer(rebasing: input[start..<start + boxLength]),
-                                        counter: frameCounter, subkey: k.baseAddress!)
+        let opened = nonce.with(counter: frameCounter) { n in
+            keys.secretboxKey.withUnsafeBufferPointer { k in
+                Sodium.secretboxOpenInPlace(box: UnsafeMutableBufferPointer(rebasing: input[start..<start + boxLength]),
+                                            nonce: n, key: k.baseAddress!)
+            }
         }
         guard opened else {
             throw TransportError(code: .obfs4FrameAuthentication, kind: .protocolViolation,
