@@ -1,14 +1,23 @@
-// `postern-bench memory`: resident memory after bootstrapping through the test bed's obfs4 bridge
-// and fetching a page, for `postern run` (tor in-process, our obfs4 client in-process) against a
-// stock Debian tor with Debian's obfs4proxy as its managed transport, through the same bridge and
-// the same base torrc, in one run. Run it inside the test bed:
+// `postern-bench memory`: resident memory after bootstrapping through one of the test bed's bridge
+// lines and fetching a page, for `postern run` (tor and the transport in-process) against a stock
+// Debian tor with the same base torrc and the same line, its transport client beside it, in one
+// run. Run it inside the test bed:
 //
 //   scripts/testbed exec --dir DIR .build/release/postern-bench memory
 //
-// (scripts/bench.sh does, as part of `make bench`.) The postern binary is $POSTERN_BINARY or the
-// `postern` next to this benchmark (so `.build/release/postern`, the `make build` binary).
+// (scripts/bench.sh does, as part of `make bench`.) The routes, each measured ours first:
+//   - obfs4: the stock side is tor with Debian's obfs4proxy as its managed transport;
+//   - snowflake (when the bed's snowflake stack is up): tor with Debian's snowflake-client
+//     -keep-local-addresses as its managed transport, through the bed's broker, STUN and proxies;
+//   - dnstt-udp and dnstt-doh (when the bed's dnstt stack is up), through the bed's unbound: Debian
+//     has no dnstt client, so the stock side is tor with the bed's Go client double
+//     (TB_DNSTT_CLIENT_DOUBLE, ours, a stand-in for upstream dnstt-client: same wire format and Go
+//     libraries) forwarding a loopback port that tor uses as a plain bridge. Without the double,
+//     ours is printed alone.
+// The postern binary is $POSTERN_BINARY or the `postern` next to this benchmark (so
+// `.build/release/postern`, the `make build` binary).
 // RSS is VmRSS from /proc, read one second after the page arrived; for the stock pair it is tor's
-// plus obfs4proxy's. Resident pages of file mappings count (that is what RSS is); the breakdown
+// plus its client's. Resident pages of file mappings count (that is what RSS is); the breakdown
 // says how much of each figure is the executable's own file pages, shared libraries and anonymous
 // memory (heap, stacks), from /proc/PID/smaps.
 import Foundation
@@ -137,24 +146,6 @@ func fetchMarkerPageOnce(socks: TransportEndpoint, environment: [String: String]
     }
 }
 
-/// Runs `executable arguments` to completion with `input` on stdin; throws unless it exits 0.
-func runToCompletion(_ executable: String, _ arguments: [String], input: String = "") throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let stdin = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw MemoryBenchmarkError(description: "\(URL(fileURLWithPath: executable).lastPathComponent) \(arguments.dropFirst(2).first ?? "") exited \(process.terminationStatus)")
-    }
-}
-
 func waitFor(_ what: String, timeout: Duration, _ done: () throws -> Bool) async throws {
     let started = ContinuousClock.now
     while ContinuousClock.now - started < timeout {
@@ -164,22 +155,32 @@ func waitFor(_ what: String, timeout: Duration, _ done: () throws -> Bool) async
     throw MemoryBenchmarkError(description: "timed out waiting for \(what)")
 }
 
-/// `postern run` through the obfs4 bridge: RSS after bootstrap and one page.
-func measurePosternRun(postern: String, environment: [String: String]) async throws -> ResidentBreakdown {
-    guard let bridge = environment["TB_BRIDGE_OBFS4"], let torrc = environment["TB_CLIENT_TORRC"] else {
+/// `postern run` with the route's line alone: RSS (with any children's) after bootstrap and one page.
+func measurePosternRun(postern: String, route: MemoryRoute, environment: [String: String]) async throws -> ResidentBreakdown {
+    guard let torrc = environment["TB_CLIENT_TORRC"] else {
         throw MemoryBenchmarkError(description: "run inside the test bed: scripts/testbed exec --dir DIR postern-bench memory")
     }
     let config = FileManager.default.temporaryDirectory.appendingPathComponent("postern-bench-mem-\(UUID().uuidString.prefix(8))")
     try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     defer { try? FileManager.default.removeItem(at: config) }
-    try runToCompletion(postern, ["--config-dir", config.path, "bridges", "add", "-"], input: "Bridge \(bridge)\n")
-    try runToCompletion(postern, ["--config-dir", config.path, "transport", "use", "obfs4"])
+    // The line is a secret (a cert, a pubkey, a broker): a 0600 file, never argv.
+    let bridgesFile = config.appendingPathComponent("bridges.txt")
+    guard FileManager.default.createFile(atPath: bridgesFile.path, contents: Data((route.bridge + "\n").utf8),
+                                         attributes: [.posixPermissions: 0o600]) else {
+        throw MemoryBenchmarkError(description: "cannot write \(bridgesFile.path)")
+    }
     let logURL = config.appendingPathComponent("run.log")
     _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
     let process = Process()
     process.executableURL = URL(fileURLWithPath: postern)
-    process.arguments = ["--config-dir", config.path, "run", "--tor-options-file", torrc]
+    process.arguments = ["--config-dir", config.appendingPathComponent("config").path, "run",
+                         "--bridges-file", bridgesFile.path, "--transport", route.transport,
+                         "--tor-options-file", torrc, "--data-dir", config.appendingPathComponent("tor").path]
+    if !route.posternEnvironment.isEmpty {
+        process.environment = ProcessInfo.processInfo.environment.merging(route.posternEnvironment) { $1 }
+    }
     let log = try FileHandle(forWritingTo: logURL)
+    defer { try? log.close() }
     process.standardOutput = log
     process.standardError = log
     process.standardInput = FileHandle.nullDevice
@@ -190,13 +191,15 @@ func measurePosternRun(postern: String, environment: [String: String]) async thr
         return breakdown
     } catch {
         await process.stop()
-        throw error
+        let text = (try? String(contentsOf: logURL, encoding: .utf8)) ?? ""
+        throw MemoryBenchmarkError(description: "postern run (\(route.name)): \(error); its output ends:\n\(text.suffix(1200))")
     }
 }
 
 private func measureReadyPostern(_ process: Process, logURL: URL, environment: [String: String]) async throws -> ResidentBreakdown {
     var socks: TransportEndpoint?
-    try await waitFor("postern run to be ready", timeout: .seconds(120)) {
+    // 180 s: a snowflake or dnstt bootstrap through the bed takes tens of seconds on a loaded machine.
+    try await waitFor("postern run to be ready", timeout: .seconds(180)) {
         guard process.isRunning else { throw MemoryBenchmarkError(description: "postern run exited \(process.terminationStatus)") }
         let text = (try? String(contentsOf: logURL, encoding: .utf8)) ?? ""
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ready: socks5 ") }) else { return false }
@@ -207,18 +210,29 @@ private func measureReadyPostern(_ process: Process, logURL: URL, environment: [
         throw MemoryBenchmarkError(description: "postern run: the page did not come through")
     }
     try await Task.sleep(for: .seconds(1))
-    return try ResidentBreakdown(pid: process.processIdentifier)
+    // Everything runs in-process; should a route ever start a helper, its memory counts too.
+    return try childProcesses(of: process.processIdentifier).reduce(try ResidentBreakdown(pid: process.processIdentifier)) {
+        try $0 + ResidentBreakdown(pid: $1)
+    }
 }
 
-/// Debian's tor with obfs4proxy as its managed client, same bridge and base torrc.
-func measureStockTor(environment: [String: String]) async throws -> (tor: ResidentBreakdown, obfs4proxy: ResidentBreakdown) {
-    guard let bridge = environment["TB_BRIDGE_OBFS4"], let torrcPath = environment["TB_CLIENT_TORRC"] else {
+/// Debian's tor with the peer's lines and base torrc, its client beside it: each one's RSS after
+/// bootstrap and the same page.
+func measureStockTor(peer: MemoryPeer, environment: [String: String]) async throws -> (tor: ResidentBreakdown, client: ResidentBreakdown) {
+    guard let torrcPath = environment["TB_CLIENT_TORRC"] else {
         throw MemoryBenchmarkError(description: "run inside the test bed")
     }
-    let obfs4proxy = environment["TB_OBFS4PROXY"] ?? "/usr/bin/obfs4proxy"
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("postern-bench-memtor-\(UUID().uuidString.prefix(8))")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     defer { try? FileManager.default.removeItem(at: directory) }
+    var forwarder: Process?
+    var lines = peer.torrcLines
+    if let argv = peer.standalone {
+        let port = String(try freeLoopbackPort())
+        lines = lines.replacingOccurrences(of: "%PORT%", with: port)
+        forwarder = try await startForwarder(argv.map { $0.replacingOccurrences(of: "%PORT%", with: port) },
+                                       log: directory.appendingPathComponent("client.log"), readyMarker: peer.readyMarker)
+    }
     let socksPort = try freeLoopbackPort()
     let torrc = try String(contentsOfFile: torrcPath, encoding: .utf8) + """
 
@@ -228,8 +242,7 @@ func measureStockTor(environment: [String: String]) async throws -> (tor: Reside
     GeoIPFile ""
     GeoIPv6File ""
     UseBridges 1
-    Bridge \(bridge)
-    ClientTransportPlugin obfs4 exec \(obfs4proxy)
+    \(lines)
 
     """
     let file = directory.appendingPathComponent("torrc")
@@ -239,21 +252,58 @@ func measureStockTor(environment: [String: String]) async throws -> (tor: Reside
     process.arguments = ["-f", file.path, "--quiet"]
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
-    try process.runWithDefaultSignalMask()
     do {
-        let measured = try await measureReadyStockTor(process, logPath: directory.appendingPathComponent("tor.log").path,
-                                                      socksPort: socksPort, environment: environment)
+        try process.runWithDefaultSignalMask()
+        let tor = try await measureReadyStockTor(process, logPath: directory.appendingPathComponent("tor.log").path,
+                                                 socksPort: socksPort, environment: environment)
+        let client: ResidentBreakdown
+        if let forwarder {
+            client = try ResidentBreakdown(pid: forwarder.processIdentifier)
+        } else if let child = childProcesses(of: process.processIdentifier).first {
+            client = try ResidentBreakdown(pid: child)
+        } else {
+            throw MemoryBenchmarkError(description: "tor has no \(peer.label) child")
+        }
         await process.stop()
-        return measured
+        await forwarder?.stop()
+        return (tor, client)
     } catch {
         await process.stop()
+        await forwarder?.stop()
         throw error
     }
 }
 
+/// A client that forwards a loopback port through its tunnel, once it says it listens.
+private func startForwarder(_ argv: [String], log logURL: URL, readyMarker: String) async throws -> Process {
+    _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
+    let log = try FileHandle(forWritingTo: logURL)
+    defer { try? log.close() }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: argv[0])
+    process.arguments = Array(argv.dropFirst())
+    process.standardOutput = log
+    process.standardError = log
+    process.standardInput = FileHandle.nullDevice
+    try process.runWithDefaultSignalMask()
+    do {
+        try await waitFor("\(URL(fileURLWithPath: argv[0]).lastPathComponent) to listen", timeout: .seconds(90)) {
+            let text = (try? String(contentsOf: logURL, encoding: .utf8)) ?? ""
+            guard process.isRunning else {
+                throw MemoryBenchmarkError(description: "\(argv[0]) exited \(process.terminationStatus): \(text.suffix(600))")
+            }
+            return text.contains(readyMarker)
+        }
+    } catch {
+        await process.stop()
+        throw error
+    }
+    return process
+}
+
 private func measureReadyStockTor(_ process: Process, logPath: String, socksPort: UInt16,
-                                  environment: [String: String]) async throws -> (tor: ResidentBreakdown, obfs4proxy: ResidentBreakdown) {
-    try await waitFor("tor to bootstrap", timeout: .seconds(120)) {
+                                  environment: [String: String]) async throws -> ResidentBreakdown {
+    try await waitFor("tor to bootstrap", timeout: .seconds(180)) {
         guard process.isRunning else { throw MemoryBenchmarkError(description: "tor exited \(process.terminationStatus)") }
         return ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").contains("Bootstrapped 100%")
     }
@@ -261,10 +311,65 @@ private func measureReadyStockTor(_ process: Process, logPath: String, socksPort
         throw MemoryBenchmarkError(description: "stock tor: the page did not come through")
     }
     try await Task.sleep(for: .seconds(1))
-    guard let child = childProcesses(of: process.processIdentifier).first else {
-        throw MemoryBenchmarkError(description: "tor has no obfs4proxy child")
+    return try ResidentBreakdown(pid: process.processIdentifier)
+}
+
+/// The routes of this bed: obfs4 always; snowflake and dnstt when their stacks are up.
+func memoryRoutes(environment: [String: String]) throws -> (routes: [MemoryRoute], skipped: [String]) {
+    guard let obfs4 = environment["TB_BRIDGE_OBFS4"], !obfs4.isEmpty else {
+        throw MemoryBenchmarkError(description: "run inside the test bed: scripts/testbed exec --dir DIR postern-bench memory")
     }
-    return (try ResidentBreakdown(pid: process.processIdentifier), try ResidentBreakdown(pid: child))
+    var routes = [MemoryRoute(name: "obfs4", transport: "obfs4", bridge: obfs4, posternEnvironment: [:],
+                              peer: MemoryPeer(label: "obfs4proxy",
+                                               torrcLines: "Bridge \(obfs4)\nClientTransportPlugin obfs4 exec \(environment["TB_OBFS4PROXY"] ?? "/usr/bin/obfs4proxy")",
+                                               standalone: nil, readyMarker: ""),
+                              missingPeer: "")]
+    var skipped: [String] = []
+    if environment["TB_SNOWFLAKE"] == "1", let snowflake = environment["TB_BRIDGE_SNOWFLAKE"], !snowflake.isEmpty {
+        // Debian's snowflake-client as tor's managed transport, as `postern-bench snowflake` runs it;
+        // -keep-local-addresses because the bed's proxies are reachable on loopback only (ours
+        // keeps them by itself for a loopback broker).
+        let client = environment["TB_SNOWFLAKE_CLIENT"] ?? "/usr/bin/snowflake-client"
+        routes.append(MemoryRoute(name: "snowflake", transport: "snowflake", bridge: snowflake, posternEnvironment: [:],
+                                  peer: MemoryPeer(label: "snowflake-client",
+                                                   torrcLines: "Bridge \(snowflake)\nClientTransportPlugin snowflake exec \(client) -keep-local-addresses",
+                                                   standalone: nil, readyMarker: ""),
+                                  missingPeer: ""))
+    } else {
+        skipped.append("snowflake (the bed's snowflake stack is not up)")
+    }
+    if environment["TB_DNSTT"] == "1", let ca = environment["TB_DNSTT_CA"] {
+        for (name, key) in [("dnstt-udp", "TB_BRIDGE_DNSTT_UDP"), ("dnstt-doh", "TB_BRIDGE_DNSTT_DOH")] {
+            guard let line = environment[key], !line.isEmpty else { continue }
+            routes.append(MemoryRoute(name: name, transport: "dnstt", bridge: line, posternEnvironment: ["SSL_CERT_FILE": ca],
+                                      peer: dnsttPeer(line: line, environment: environment),
+                                      missingPeer: "no dnstt client double in this bed (TB_DNSTT_CLIENT_DOUBLE)"))
+        }
+    } else {
+        skipped.append("dnstt (the bed's dnstt stack is not up)")
+    }
+    return (routes, skipped)
+}
+
+/// Debian has no dnstt client. The bed's Go client double (Tests/Support/dnstt-testbed/client,
+/// ours: the upstream client's wire format and its Go libraries, kcp-go, smux, Noise) stands in:
+/// like upstream dnstt-client it forwards a local TCP port through one tunnel session, and tor's
+/// bridge is that port with the line's fingerprint (the vanilla bridge behind the bed's stand-in).
+private func dnsttPeer(line: String, environment: [String: String]) -> MemoryPeer? {
+    guard let double = environment["TB_DNSTT_CLIENT_DOUBLE"], FileManager.default.isExecutableFile(atPath: double),
+          let pubkeyFile = environment["TB_DNSTT_PUBKEY_FILE"], let domain = environment["TB_DNSTT_DOMAIN"] else { return nil }
+    let fields = line.split(separator: " ").map(String.init)
+    guard fields.count > 3 else { return nil }
+    let fingerprint = fields[2]
+    var path: [String] = []
+    for field in fields.dropFirst(3) {
+        if field.hasPrefix("udp=") { path = ["-udp", String(field.dropFirst(4))] }
+        if field.hasPrefix("doh="), let ca = environment["TB_DNSTT_CA"] { path = ["-doh", String(field.dropFirst(4)), "-ca", ca] }
+    }
+    guard !path.isEmpty else { return nil }
+    return MemoryPeer(label: "dnstt client double", torrcLines: "Bridge 127.0.0.1:%PORT% \(fingerprint)",
+                      standalone: [double] + path + ["-pubkey-file", pubkeyFile, "-domain", domain, "-listen", "127.0.0.1:%PORT%"],
+                      readyMarker: "forwarding ")
 }
 
 func runMemoryBenchmark() async throws {
@@ -274,14 +379,42 @@ func runMemoryBenchmark() async throws {
     guard FileManager.default.isExecutableFile(atPath: postern) else {
         throw MemoryBenchmarkError(description: "\(postern) is missing (make build)")
     }
-    print("memory benchmark: RSS after bootstrap through the test bed's obfs4 bridge and one page fetched")
-    let ours = try await measurePosternRun(postern: postern, environment: environment)
-    let stock = try await measureStockTor(environment: environment)
-    let pair = stock.tor + stock.obfs4proxy
-    print("  postern run (\(postern)): \(ours.summary)")
-    print("  tor:                      \(stock.tor.summary)")
-    print("  obfs4proxy:               \(stock.obfs4proxy.summary)")
-    print("  tor + obfs4proxy:         \(mb(pair.total)) MB")
+    let (routes, skipped) = try memoryRoutes(environment: environment)
+    print("memory benchmark: RSS after bootstrap through each of the test bed's bridge lines and one page fetched")
+    print("  postern: \(postern)")
+    var results: [String] = []
+    var failed = 0
+    for route in routes {
+        do {
+            results.append(try await measureRoute(route, postern: postern, environment: environment))
+        } catch {
+            failed += 1
+            print("  \(route.name): failed: \(error)")
+            results.append("RESULT memory \(route.name): failed (no ratio in this run)")
+        }
+    }
+    for reason in skipped {
+        results.append("RESULT memory: skipped \(reason)")
+    }
     print("")
-    print("RESULT memory ratio (postern RSS / tor + obfs4proxy RSS) \(format(Double(ours.total) / Double(pair.total))): \(mb(ours.total)) MB vs \(mb(pair.total)) MB")
+    results.forEach { print($0) }
+    if failed > 0 { throw MemoryBenchmarkError(description: "\(failed) of \(routes.count) routes failed") }
+}
+
+/// One route: ours, then the peer's pair; the breakdown lines, and its RESULT line returned.
+private func measureRoute(_ route: MemoryRoute, postern: String, environment: [String: String]) async throws -> String {
+    let ours = try await measurePosternRun(postern: postern, route: route, environment: environment)
+    print("  \(route.name):")
+    print("    \("postern run:".padding(toLength: 28, withPad: " ", startingAt: 0))\(ours.summary)")
+    guard let peer = route.peer else {
+        print("    (no peer: \(route.missingPeer))")
+        return "RESULT memory \(route.name) (postern RSS; no peer: \(route.missingPeer)): \(mb(ours.total)) MB"
+    }
+    let stock = try await measureStockTor(peer: peer, environment: environment)
+    let pair = stock.tor + stock.client
+    let column = { (name: String) in (name + ":").padding(toLength: 28, withPad: " ", startingAt: 0) }
+    print("    \(column("tor"))\(stock.tor.summary)")
+    print("    \(column(peer.label))\(stock.client.summary)")
+    print("    \(column("tor + " + peer.label))\(mb(pair.total)) MB")
+    return "RESULT memory \(route.name) ratio (postern RSS / tor + \(peer.label) RSS) \(format(Double(ours.total) / Double(pair.total))): \(mb(ours.total)) MB vs \(mb(pair.total)) MB"
 }
