@@ -29,7 +29,7 @@ public enum AssistFiles {
     /// simply uses the default order).
     public static func readLastGoodRoute(in stateDirectory: URL) -> String? {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
+        decoder.dateDecodingStrategy = UTCTimestamp.decoding
         guard let data = try? Data(contentsOf: stateDirectory.appendingPathComponent(lastRouteFileName)),
               let file = try? decoder.decode(LastRoute.self, from: data), file.version == 1 else { return nil }
         return file.route
@@ -38,7 +38,7 @@ public enum AssistFiles {
     public static func writeLastGoodRoute(_ key: String, in stateDirectory: URL, at date: Date = Date()) throws(TorCoreError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = UTCTimestamp.encoding
         guard let data = try? encoder.encode(LastRoute(version: 1, route: key, at: date)) else {
             throw TorCoreError(.filesystem, "cannot encode the last good route")
         }

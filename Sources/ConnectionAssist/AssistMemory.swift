@@ -149,7 +149,7 @@ public struct AssistMemory: Sendable, Hashable, Codable {
     /// The stored memory; a missing or unreadable file is a fresh memory (with a new salt).
     public static func read(in stateDirectory: URL) -> AssistMemory {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
+        decoder.dateDecodingStrategy = UTCTimestamp.decoding
         let file = stateDirectory.appendingPathComponent(fileName)
         guard let data = try? Data(contentsOf: file), data.count <= 1 << 20,
               let memory = try? decoder.decode(AssistMemory.self, from: data), memory.version == 1,
@@ -160,7 +160,7 @@ public struct AssistMemory: Sendable, Hashable, Codable {
     public func write(in stateDirectory: URL) throws(TorCoreError) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = UTCTimestamp.encoding
         guard let data = try? encoder.encode(self) else { throw TorCoreError(.filesystem, "cannot encode the assist memory") }
         try AssistFiles.writeAtomically(data + Data("\n".utf8), to: stateDirectory.appendingPathComponent(Self.fileName))
     }

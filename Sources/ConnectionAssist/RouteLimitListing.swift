@@ -6,7 +6,7 @@ import PosternSystem
 extension RouteLimits {
     /// "ceiling 45 s, moves on after 30 s without progress".
     public var summary: String {
-        "ceiling \(ceiling.seconds.formatted()) s, moves on after \(noProgressWindow.seconds.formatted()) s without progress"
+        "ceiling \(PlainText.number(ceiling.seconds)) s, moves on after \(PlainText.number(noProgressWindow.seconds)) s without progress"
     }
 }
 
@@ -50,7 +50,7 @@ extension RouteLimitTable {
 
     /// ``listing`` as a table: ROUTE, CEILING, NO-PROGRESS (in seconds), SOURCE.
     public var textTable: String {
-        let rows = listing.map { [$0.kind, "\($0.ceilingSeconds.formatted()) s", "\($0.noProgressSeconds.formatted()) s", $0.source] }
+        let rows = listing.map { [$0.kind, "\(PlainText.number($0.ceilingSeconds)) s", "\(PlainText.number($0.noProgressSeconds)) s", $0.source] }
         return PlainText.table(header: ["ROUTE", "CEILING", "NO-PROGRESS", "SOURCE"], rows: rows)
     }
 }

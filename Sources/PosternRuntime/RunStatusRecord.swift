@@ -1,5 +1,6 @@
 import Foundation
 import ConnectionAssist
+import PosternSystem
 import PosternTor
 
 /// What a running session publishes for `postern status`, `postern nostr` (which attaches to its
@@ -71,7 +72,7 @@ public struct RunStatusRecord: Codable, Sendable {
     public static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = UTCTimestamp.encoding
         return encoder
     }
 
@@ -93,7 +94,7 @@ public struct RunStatusRecord: Codable, Sendable {
     /// The record in `file`; throws when it is missing or does not parse.
     public static func read(from file: URL) throws -> RunStatusRecord {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
+        decoder.dateDecodingStrategy = UTCTimestamp.decoding
         return try decoder.decode(RunStatusRecord.self, from: Data(contentsOf: file))
     }
 }

@@ -15,8 +15,8 @@ extension AssistEvent {
         case .trying(let route, let position, let count, let cycle):
             var line = "trying \(route.label) (route \(position) of \(count)"
             if cycle > 1 { line += ", pass \(cycle)" }
-            line += "): up to \(route.limits.ceiling.seconds.formatted()) s, moving on after"
-            line += " \(route.limits.noProgressWindow.seconds.formatted()) s without progress"
+            line += "): up to \(PlainText.number(route.limits.ceiling.seconds)) s, moving on after"
+            line += " \(PlainText.number(route.limits.noProgressWindow.seconds)) s without progress"
             if racing { line += ", sooner on failing connections or a failed probe" }
             if route.transport == .dnstt {
                 // Issue #23: the user should know what this last way out costs and shows.
@@ -55,7 +55,7 @@ extension AssistEvent {
                     line += "; would pass: \(missing.joined(separator: ", ")) bridges ('postern bridges add')"
                 }
             }
-            line += "; trying them all again in \(retryIn.seconds.formatted()) s"
+            line += "; trying them all again in \(PlainText.number(retryIn.seconds)) s"
             if let last = failures.last { line += " (tor keeps trying \(last.route.label) meanwhile)" }
             return line
         case .connected(let route, let after):
@@ -125,7 +125,7 @@ extension TorStatus {
     /// The line for a bootstrap that reached no 100% within `deadline`, with where it stands and
     /// tor's last problem.
     public func stallLine(deadline: Duration) -> String {
-        var line = "stalled: no 100% within \(deadline.seconds.formatted()) s (at \(bootstrapProgress)%: \(bootstrapSummary))"
+        var line = "stalled: no 100% within \(PlainText.number(deadline.seconds)) s (at \(bootstrapProgress)%: \(bootstrapSummary))"
         if let bootstrapWarning { line += "; last problem: \(bootstrapWarning)" }
         return line + "; tor keeps trying"
     }

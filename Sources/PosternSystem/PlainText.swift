@@ -22,6 +22,22 @@ public enum PlainText {
         "\(count) \(count == 1 ? singular : pluralForm ?? singular + "s")"
     }
 
+    /// A number as "60", "2.5" or "0.25": whole numbers without a fraction, others in Swift's
+    /// shortest form, never grouped. For seconds and limits in messages. Not `Double.formatted()`:
+    /// that is Foundation's locale-aware formatting, which opens ICU's number formatter and reads
+    /// locale data, megabytes of resident memory in `postern run` (docs/PERFORMANCE.md, Memory).
+    public static func number(_ value: Double) -> String {
+        if value.isFinite, value == value.rounded(), abs(value) < 1e15 { return String(Int64(value)) }
+        return "\(value)"
+    }
+
+    /// A duration in whole milliseconds, "312 ms", for the transports' "connected in" events
+    /// (formerly `Duration.formatted(.units(allowed: [.milliseconds]))`; see ``number(_:)`` for
+    /// why not).
+    public static func milliseconds(_ duration: Duration) -> String {
+        "\(number((duration.seconds * 1000).rounded())) ms"
+    }
+
     /// `text` right-aligned in `width` characters (never cut).
     public static func leftPadded(_ text: String, to width: Int) -> String {
         text.count >= width ? text : String(repeating: " ", count: width - text.count) + text

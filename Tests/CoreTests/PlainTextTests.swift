@@ -28,6 +28,18 @@ import Testing
         #expect(PlainText.leftPadded("1234", to: 3) == "1234")
     }
 
+    @Test func numbersAndMillisecondsWithoutALocale() {
+        #expect(PlainText.number(45) == "45")
+        #expect(PlainText.number(2.5) == "2.5")
+        #expect(PlainText.number(0.25) == "0.25")
+        #expect(PlainText.number(12345) == "12345")
+        #expect(PlainText.number(-3) == "-3")
+        #expect(PlainText.number(.infinity) == "inf")
+        #expect(PlainText.milliseconds(.milliseconds(312)) == "312 ms")
+        #expect(PlainText.milliseconds(.microseconds(1_499_600)) == "1500 ms")
+        #expect(PlainText.milliseconds(.zero) == "0 ms")
+    }
+
     /// Text from outside (issue 24, item 5): what could steer a terminal or reorder the text is
     /// shown, the rest (accents, flags, joiners, backslashes) kept.
     @Test func controlCharactersAreMadeVisibleAndTheRestKept() {

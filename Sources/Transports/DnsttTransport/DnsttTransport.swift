@@ -87,7 +87,7 @@ public struct DnsttTransport: PluggableTransport {
             }
             let elapsed = ContinuousClock.now - started
             events.emit(TransportEvent(kind: .connected, severity: .info, transport: name,
-                                       message: "stream open through the resolver in \(elapsed.formatted(.units(allowed: [.milliseconds])))"))
+                                       message: "stream open through the resolver in \(PlainText.milliseconds(elapsed))"))
             return DnsttConnection(session: session)
         } catch {
             let failure = TransportError(dnstt: error)

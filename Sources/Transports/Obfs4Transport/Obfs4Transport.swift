@@ -1,5 +1,6 @@
 import Foundation
 import PosternLinkSpec
+import PosternSystem
 import TransportBase
 import TransportWire
 
@@ -69,7 +70,7 @@ public struct Obfs4Transport: PluggableTransport {
             }
             let elapsed = ContinuousClock.now - started
             events.emit(TransportEvent(kind: .connected, severity: .info, transport: name,
-                                       message: "handshake completed in \(elapsed.formatted(.units(allowed: [.milliseconds])))"))
+                                       message: "handshake completed in \(PlainText.milliseconds(elapsed))"))
             return Obfs4Connection(socket: socket, keyMaterial: outcome.keyMaterial, remainder: outcome.remainder,
                                    iatMode: configuration.iatMode)
         } catch {

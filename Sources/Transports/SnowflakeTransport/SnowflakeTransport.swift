@@ -102,7 +102,7 @@ public struct SnowflakeTransport: PluggableTransport {
                 try await session.start(dialer: { try await dialer.dial() }, redialLimit: redialLimit, spares: spares)
                 let elapsed = ContinuousClock.now - started
                 events.emit(TransportEvent(kind: .connected, severity: .info, transport: name,
-                                           message: "data channel open in \(elapsed.formatted(.units(allowed: [.milliseconds])))"))
+                                           message: "data channel open in \(PlainText.milliseconds(elapsed))"))
                 return nil as TransportError?
             } catch {
                 let failure = TransportError(snowflake: error)

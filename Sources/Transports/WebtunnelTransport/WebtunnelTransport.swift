@@ -1,4 +1,5 @@
 import PosternLinkSpec
+import PosternSystem
 import Synchronization
 import TransportBase
 import TransportTLS
@@ -66,7 +67,7 @@ public struct WebtunnelTransport: PluggableTransport {
             let connection = try await establish(configuration, context: context)
             let elapsed = ContinuousClock.now - started
             events.emit(TransportEvent(kind: .connected, severity: .info, transport: name,
-                                       message: "upgraded in \(elapsed.formatted(.units(allowed: [.milliseconds])))"))
+                                       message: "upgraded in \(PlainText.milliseconds(elapsed))"))
             return connection
         } catch {
             let reason = (error as? TransportError)?.description ?? "unexpected error"
