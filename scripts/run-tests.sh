@@ -237,8 +237,11 @@ mapfile -t bed_tests < <(in_bed swift test list --skip-build 2>/dev/null | grep 
 # against a link profile (a second test's load would move their figures) or keep both cores busy
 # for a minute (they would slow the other test past its deadlines).
 solo_tests='linkProfileCheckMeasuresTheProfile|abRanks|abFindsNoClearBootstrapDifference|CarriesTwoHundredVerifiedStreams|fiftyConcurrentStreamsThroughSnowflake'
-# Of those, the two that load both cores run first.
-solo_heavy='CarriesTwoHundredVerifiedStreams|fiftyConcurrentStreamsThroughSnowflake'
+# Of those, these run first, before anything runs beside them: the two that load both cores, and
+# the link check, which judges absolute figures against the profile (in one run with the self-check
+# below beside it, and a build at nice 19, its obfs4 path's download rate went unmeasured). The
+# A/B tests that follow compare two routes under the same conditions.
+solo_heavy='CarriesTwoHundredVerifiedStreams|fiftyConcurrentStreamsThroughSnowflake|linkProfileCheckMeasuresTheProfile'
 # One test runs beside the other solo tests, in the second bed, at nice 10: the test bed's
 # self-check of its censor scenarios (2.5 minutes, nearly all of it waiting for blocked clients to
 # stay blocked: 13 % of one core). At nice 10 it leaves the CPU to the solo test first, and its own
