@@ -149,7 +149,7 @@ let package = Package(
                           path: "Benchmarks/postern-bench"),
         // Real peers on loopback (obfs4proxy as a managed server, microsocks, a listener that keeps a
         // client's TLS hello) for tests and benchmarks.
-        .target(name: "TransportTestSupport", dependencies: ["TransportBase"], path: "Tests/Support/TransportTestSupport"),
+        .target(name: "TransportTestSupport", dependencies: ["PosternSystem", "TransportBase"], path: "Tests/Support/TransportTestSupport"),
         .testTarget(name: "TransportTests", dependencies: ["PosternCrypto", "TransportBase", "TransportWire", "Obfs4Transport", "BridgeConfig", "TransportTestSupport", "PosternTestSupport"],
                     path: "Tests/TransportTests"),
         // TransportTLS against openssl s_server on loopback: handshake, the hello's JA4, profiles and randomized hellos, certificates, hostile servers.

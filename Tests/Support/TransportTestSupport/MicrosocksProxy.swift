@@ -1,4 +1,5 @@
 import Foundation
+import PosternSystem
 import TransportBase
 
 /// Debian's microsocks on a free loopback port with a username and password: the upstream SOCKS5
@@ -57,26 +58,10 @@ public final class MicrosocksProxy: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// Whether `pid` holds a socket listening on 127.0.0.1:`port`: a LISTEN entry of
-    /// /proc/PID/net/tcp on that address whose inode is one of the process's descriptors.
-    /// /proc tables are read to the end: Foundation's one-shot readers stop after the first page.
+    /// Whether `pid` holds a socket listening on 127.0.0.1:`port`: the kernel's listeners (netlink
+    /// sock_diag, as SocksListenerOwnership asks) matched to the process's descriptors.
     private static func listens(pid: Int32, port: UInt16) -> Bool {
-        guard let table = try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/\(pid)/net/tcp")),
-              let bytes = try? table.readToEnd() else { return false }
-        try? table.close()
-        let local = String(format: "0100007F:%04X", port)
-        var inodes: Set<String> = []
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n").dropFirst() {
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            // sl, local_address, rem_address, st (0A = LISTEN), tx:rx, tr:when, retrnsmt, uid, timeout, inode
-            if fields.count > 9, fields[1] == local, fields[3] == "0A" { inodes.insert(String(fields[9])) }
-        }
-        guard !inodes.isEmpty,
-              let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { return false }
-        return descriptors.contains { descriptor in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(descriptor)"),
-                  target.hasPrefix("socket:[") else { return false }
-            return inodes.contains(String(target.dropFirst("socket:[".count).dropLast()))
-        }
+        let listeners = (try? SocketDiagnostics.listeners { $0.accepts(address: [127, 0, 0, 1], port: port) }) ?? []
+        return listeners.contains { ProcessDescriptors.holdsSocket(pid: pid, inode: $0.inode) }
     }
 }
