@@ -3,8 +3,9 @@
 // TransportTLS), both against the same `openssl s_server` on 127.0.0.1, in one run.
 //
 // Each sample is a TCP connect plus a full handshake (certificate verified against the same CA,
-// no resumption on either side: TransportTLS never resumes, and a fresh OpenSSL SSL without a
-// saved session cannot), then close. s_server serves one connection at a time, so the clients
+// no resumption on either side: TransportTLS is told not to (`resumesSessions: false`; it resumes
+// only with a ticket read from an earlier connection, and these close before reading), and a fresh
+// OpenSSL SSL without a saved session cannot), then close. s_server serves one connection at a time, so the clients
 // take turns, one handshake each in turn, the order rotating between rounds: on a shared machine
 // the load changes within seconds, and blocks of one client's samples caught it unevenly (one run
 // at load 15 put OpenSSL's median above NSS's). Both clients run in this process, one at a time,
@@ -150,7 +151,8 @@ func runTLSHandshakeBenchmark(handshakes: Int, rounds: Int, only: TLSHandshakeCl
             let socket = try await TCPSocket.connect(to: endpoint, timeout: .seconds(10))
             do {
                 let stream = try await BrowserTLSStream.handshake(over: socket, configuration: BrowserTLSConfiguration(
-                    serverName: TestCertificates.serverName, profile: profile, caFile: caFile, handshakeTimeout: .seconds(10)))
+                    serverName: TestCertificates.serverName, profile: profile, caFile: caFile, handshakeTimeout: .seconds(10),
+                    resumesSessions: false))
                 stream.close()
             } catch {
                 socket.close()

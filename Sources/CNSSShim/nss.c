@@ -37,6 +37,25 @@ SECStatus postern_nss_enable_ech_grease(PRFileDesc *socket, PRBool enabled) {
     return SSL_EnableTls13GreaseEch(socket, enabled);
 }
 
+SECStatus postern_nss_set_resumption_token_callback(PRFileDesc *socket,
+                                                    SECStatus (*callback)(PRFileDesc *, const PRUint8 *, unsigned int, void *),
+                                                    void *context) {
+    return SSL_SetResumptionTokenCallback(socket, callback, context);
+}
+
+SECStatus postern_nss_set_resumption_token(PRFileDesc *socket, const uint8_t *token, unsigned int count) {
+    return SSL_SetResumptionToken(socket, token, count);
+}
+
+int64_t postern_nss_resumption_token_expiry(const uint8_t *token, unsigned int count) {
+    SSLResumptionTokenInfo info;
+    memset(&info, 0, sizeof info);
+    if (SSL_GetResumptionTokenInfo(token, count, &info, sizeof info) != SECSuccess) return 0;
+    int64_t expiry = info.expirationTime;
+    SSL_DestroyResumptionTokenInfo(&info);
+    return expiry;
+}
+
 long postern_nss_copy_peer_chain(PRFileDesc *socket, uint8_t *out, size_t capacity) {
     CERTCertList *chain = SSL_PeerCertificateChain(socket);
     if (chain == NULL) return -1;

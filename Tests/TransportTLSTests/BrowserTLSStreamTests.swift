@@ -115,31 +115,97 @@ func readAll(_ stream: BrowserTLSStream, limit: Int = 1 << 20) async throws -> [
     }
 }
 
-/// No connection resumes an earlier one: a resumed session links the two for the server and
-/// changes the hello (pre_shared_key), while Firefox's first hello is what the profile copies.
+/// TLS 1.3 resumption as a browser returning to a server (ResumptionTokenCache): the next
+/// connection offers a ticket the server issued, the hello is the same one with pre_shared_key
+/// added last and session_ticket gone, each ticket goes out once, and `resumesSessions: false` always sends a full hello.
 @Suite(.serialized) struct SessionResumptionTests {
-    @Test func aSecondConnectionAfterTicketsArrivedSendsAFreshHello() async throws {
+    @Test func laterConnectionsResumeWithAFreshTicketEachAndOptingOutSendsAFullHello() async throws {
         let certificates = try await TestCertificates.make()
         defer { certificates.remove() }
-        // Two servers with the same name and certificate: s_server serves one connection at a
-        // time, and the first stream stays open meanwhile so its session is still in NSS's cache
-        // (whose key is the name and the layer's placeholder address, not the port).
-        let servers = [try OpenSSLServer(certificates: certificates, arguments: ["-www"]),
-                       try OpenSSLServer(certificates: certificates, arguments: ["-www"])]
-        defer { servers.forEach { $0.stop() } }
+        let server = try OpenSSLServer(certificates: certificates, arguments: ["-www"])
+        defer { server.stop() }
+        let port = try await server.port()
         let configuration = BrowserTLSConfiguration(serverName: TestCertificates.serverName, caFile: certificates.caFile)
-        var hellos: [ClientHelloFingerprint] = []
-        var streams: [BrowserTLSStream] = []
-        defer { streams.forEach { $0.close() } }
-        for server in servers {
-            let (stream, recording) = try await handshake(port: try await server.port(), configuration)
-            // Reading the page makes NSS take the server's NewSessionTickets (s_server sends two).
+        var optedOut = configuration
+        optedOut.resumesSessions = false
+
+        var hellos: [[UInt8]] = []
+        var resumed: [Bool] = []
+        for connection in [configuration, configuration, configuration, optedOut] {
+            let (stream, recording) = try await handshake(port: port, connection)
+            // Reading the page makes NSS take the server's NewSessionTickets (s_server sends two
+            // after a full handshake); -www closes after one page.
             try await stream.write(Array("GET / HTTP/1.0\r\n\r\n".utf8))
             #expect(String(decoding: try await readAll(stream), as: UTF8.self).hasPrefix("HTTP/1.0 200 ok"))
-            streams.append(stream)
-            hellos.append(try ClientHelloFingerprint(records: try #require(recording.written.first)))
+            resumed.append(stream.isResumed)
+            stream.close()
+            hellos.append(try #require(recording.written.first))
         }
-        #expect(!hellos[1].extensions.contains(41), "the second hello offered a session to resume")
-        #expect(hellos[1].ja4 == hellos[0].ja4)
+        let fields = try hellos.map { try ClientHelloFingerprint(records: $0) }
+        #expect(resumed == [false, true, true, false])
+        #expect(!fields[0].extensions.contains(41) && !fields[3].extensions.contains(41))
+        // pre_shared_key, last as RFC 8446 requires, and no session_ticket (NSS, so Firefox too,
+        // leaves out TLS 1.2's ticket extension when it resumes a TLS 1.3 session); everything
+        // else as in the full hello.
+        #expect(fields[0].extensions.contains(35))
+        for index in [1, 2] {
+            #expect(fields[index].extensions == fields[0].extensions.filter { $0 != 35 } + [41])
+            #expect(fields[index].cipherSuites == fields[0].cipherSuites)
+            #expect(fields[index].keyShares == fields[0].keyShares)
+            #expect(fields[index].signatureAlgorithms == fields[0].signatureAlgorithms)
+        }
+        let identities = try [1, 2].map { try #require(pskIdentities(inHelloRecord: hellos[$0])) }
+        #expect(identities.allSatisfy { $0.count == 1 })
+        #expect(identities[0] != identities[1], "a ticket was offered twice")
+    }
+}
+
+/// The identities a ClientHello's pre_shared_key extension offers (RFC 8446 4.2.11), from its
+/// first TLS record; nil when it has none.
+func pskIdentities(inHelloRecord record: [UInt8]) -> [[UInt8]]? {
+    var reader = ByteReader(record)
+    guard reader.skip(5 + 4 + 2 + 32), let sessionID = reader.byte(), reader.skip(Int(sessionID)),
+          let suites = reader.uint16(), reader.skip(Int(suites)), let methods = reader.byte(), reader.skip(Int(methods)),
+          let extensionsLength = reader.uint16() else { return nil }
+    let end = reader.offset + Int(extensionsLength)
+    while reader.offset < end {
+        guard let type = reader.uint16(), let length = reader.uint16() else { return nil }
+        guard type == 41 else {
+            guard reader.skip(Int(length)) else { return nil }
+            continue
+        }
+        guard let identitiesLength = reader.uint16() else { return nil }
+        let identitiesEnd = reader.offset + Int(identitiesLength)
+        var identities: [[UInt8]] = []
+        while reader.offset < identitiesEnd {
+            guard let count = reader.uint16(), let identity = reader.bytes(Int(count)), reader.skip(4) else { return nil }
+            identities.append(identity)
+        }
+        return identities
+    }
+    return nil
+}
+
+/// Big-endian reads that return nil past the end.
+private struct ByteReader {
+    let bytes: [UInt8]
+    var offset = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    mutating func skip(_ count: Int) -> Bool {
+        guard count >= 0, bytes.count - offset >= count else { return false }
+        offset += count
+        return true
+    }
+
+    mutating func byte() -> UInt8? { bytes(1)?[0] }
+
+    mutating func uint16() -> UInt16? { bytes(2).map { UInt16($0[0]) << 8 | UInt16($0[1]) } }
+
+    mutating func bytes(_ count: Int) -> [UInt8]? {
+        guard count >= 0, bytes.count - offset >= count else { return nil }
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
     }
 }

@@ -43,6 +43,18 @@ size_t postern_nss_take_outbound(PRFileDesc *socket, uint8_t *out, size_t capaci
 SECStatus postern_nss_set_cipher_order(PRFileDesc *socket, const PRUint16 *suites, unsigned int count);
 /// SSL_EnableTls13GreaseEch (experimental API).
 SECStatus postern_nss_enable_ech_grease(PRFileDesc *socket, PRBool enabled);
+/// SSL_SetResumptionTokenCallback (experimental API): `callback` receives each session ticket the
+/// server issues on `socket` as an opaque token (copied before it returns), and NSS then keeps no
+/// client session of its own for the socket.
+SECStatus postern_nss_set_resumption_token_callback(PRFileDesc *socket,
+                                                    SECStatus (*callback)(PRFileDesc *, const PRUint8 *, unsigned int, void *),
+                                                    void *context);
+/// SSL_SetResumptionToken (experimental API), before the handshake: the hello offers the token's
+/// session. SECFailure when NSS cannot use it (expired, another version, undecodable).
+SECStatus postern_nss_set_resumption_token(PRFileDesc *socket, const uint8_t *token, unsigned int count);
+/// When a token stops being usable, in microseconds since 1970 (NSS's PRTime), from
+/// SSL_GetResumptionTokenInfo; 0 when NSS cannot read the token.
+int64_t postern_nss_resumption_token_expiry(const uint8_t *token, unsigned int count);
 /// The peer's certificates as NSS received them, leaf first, each as a 4-byte big-endian length
 /// and its DER, into `out`. Returns the bytes written, -1 when there is no chain, -2 when it does
 /// not fit in `capacity`.

@@ -25,15 +25,28 @@ public struct BrowserTLSConfiguration: Sendable {
     public var sendsServerName: Bool
     /// The whole handshake ends by this, however the server drips its bytes.
     public var handshakeTimeout: Duration
+    /// TLS 1.3 resumption, as a browser returning to a server: a ticket the server issued on an
+    /// earlier connection in this process (same name, trust, profile and ALPN list) is offered
+    /// once, when this connection's hello carries psk_key_exchange_modes. False: always a full
+    /// handshake, and this connection's tickets are not kept.
+    public var resumesSessions: Bool
 
     public init(serverName: String, applicationProtocols: [String] = ["h2", "http/1.1"], profile: BrowserTLSProfile = .firefoxESR,
-                caFile: String? = nil, sendsServerName: Bool = true, handshakeTimeout: Duration = .seconds(20)) {
+                caFile: String? = nil, sendsServerName: Bool = true, handshakeTimeout: Duration = .seconds(20),
+                resumesSessions: Bool = true) {
         self.serverName = serverName
         self.applicationProtocols = applicationProtocols
         self.profile = profile
         self.caFile = caFile
         self.sendsServerName = sendsServerName
         self.handshakeTimeout = handshakeTimeout
+        self.resumesSessions = resumesSessions
+    }
+
+    /// Which tickets this configuration may use and keep (``ResumptionTokenCache``).
+    var resumptionKey: ResumptionTokenCache.Key {
+        ResumptionTokenCache.Key(serverName: bareServerName, sendsServerName: sendsServerName, caFile: caFile,
+                                 profile: profile.name, applicationProtocols: applicationProtocols)
     }
 
     /// `serverName` without the brackets an IPv6 literal may come in.

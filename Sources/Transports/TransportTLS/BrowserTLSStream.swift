@@ -32,6 +32,9 @@ public final class BrowserTLSStream: TransportConnection, @unchecked Sendable {
     /// The negotiated TLS version (0x0304 for TLS 1.3) and cipher suite, as IANA numbers.
     public var protocolVersion: UInt16 { socket.withLock { $0.channel.version } }
     public var cipherSuite: UInt16 { socket.withLock { $0.channel.cipherSuite } }
+    /// True when the server accepted a ticket from an earlier connection (TLS 1.3 resumption,
+    /// ``BrowserTLSConfiguration/resumesSessions``): it sent no certificate this time.
+    public var isResumed: Bool { socket.withLock { $0.channel.resumed } }
 
     /// Runs the handshake over `connection`, which must be connected and is used by this stream
     /// alone from here on. Within `configuration.handshakeTimeout` the stream is returned or an
@@ -68,7 +71,7 @@ public final class BrowserTLSStream: TransportConnection, @unchecked Sendable {
         try configuration.validate()
         let verifier = ServerCertificateVerifier(name: configuration.bareServerName, nameIsIPAddress: configuration.serverNameIsIPAddress,
                                                  caFile: configuration.caFile)
-        let socket = try NSSClientSocket(configuration: configuration, verifier: verifier)
+        let socket = try NSSClientSocket(configuration: configuration, verifier: verifier, resuming: false)
         // With nothing fed, NSS writes its hello and then waits for the server's answer.
         guard SSL_ForceHandshake(socket.descriptor) != SECSuccess else {
             throw TransportError(code: .tlsSetupFailed, kind: .internal, message: "NSS finished a handshake without a server")

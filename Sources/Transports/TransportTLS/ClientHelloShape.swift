@@ -23,7 +23,8 @@ struct ClientHelloShape: Sendable, Hashable {
     /// server has no ECH configuration.
     var echGrease: Bool
     /// psk_key_exchange_modes. NSS sends it only while its session cache is on, so false switches
-    /// the cache off for the connection (no resumption either way: NSSClientSocket).
+    /// the cache off for the connection; and TLS 1.3 resumption needs it, so without it the
+    /// connection neither offers nor keeps a ticket (NSSClientSocket, ResumptionTokenCache).
     var pskKeyExchangeModes: Bool
     /// post_handshake_auth (as OpenSSL and curl send it); the client never has a certificate to give.
     var postHandshakeAuthentication: Bool

@@ -14,8 +14,12 @@ final class NSSClientSocket {
     /// The hello this connection sends: the profile resolved for this socket alone, so a randomized
     /// profile draws anew per connection.
     let shape: ClientHelloShape
+    /// Receives the server's session tickets; kept alive as long as the socket, as the verifier.
+    private let ticketSink: TicketSink?
 
-    init(configuration: BrowserTLSConfiguration, verifier: ServerCertificateVerifier) throws(TransportError) {
+    /// `resuming` false keeps the ticket cache out of it whatever the configuration says (a hello
+    /// made only to be shown must not use up a ticket).
+    init(configuration: BrowserTLSConfiguration, verifier: ServerCertificateVerifier, resuming: Bool = true) throws(TransportError) {
         var generator = SystemRandomNumberGenerator()
         shape = configuration.profile.resolve(applicationProtocols: configuration.applicationProtocols, using: &generator)
         try NSSSocketSetup.initializeNSS()
@@ -24,7 +28,29 @@ final class NSSClientSocket {
         }
         self.descriptor = descriptor
         self.verifier = verifier
+        // TLS 1.3 resumption needs psk_key_exchange_modes in the hello; without it nothing to keep.
+        let resumes = resuming && configuration.resumesSessions && shape.pskKeyExchangeModes
+        ticketSink = resumes ? TicketSink(cache: .shared, key: configuration.resumptionKey) : nil
         try apply(configuration)
+        if let ticketSink { try resume(with: ticketSink) }
+    }
+
+    /// Collects tickets into the cache and offers one kept from an earlier connection, if any.
+    /// After SSL_ResetHandshake, which would drop a session set before it.
+    private func resume(with sink: TicketSink) throws(TransportError) {
+        let callback: @convention(c) (UnsafeMutablePointer<PRFileDesc>?, UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?) -> SECStatus = {
+            _, token, count, context in
+            guard let token, let context, count > 0 else { return SECSuccess }
+            let bytes = [UInt8](UnsafeBufferPointer(start: token, count: Int(count)))
+            Unmanaged<TicketSink>.fromOpaque(context).takeUnretainedValue().keep(bytes)
+            return SECSuccess
+        }
+        try nss.check(postern_nss_set_resumption_token_callback(descriptor, callback, Unmanaged.passUnretained(sink).toOpaque()),
+                      "session ticket callback")
+        guard var token = sink.cache.take(for: sink.key, now: Int64(PR_Now())) else { return }
+        // Used once whatever happens: NSS copies it, and a token it refuses is of no further use.
+        _ = token.withUnsafeBufferPointer { postern_nss_set_resumption_token(descriptor, $0.baseAddress, UInt32($0.count)) }
+        for index in token.indices { token[index] = 0 }
     }
 
     deinit {
@@ -42,8 +68,8 @@ final class NSSClientSocket {
         try nss.prefer(cipherSuites: profile.cipherSuites, groups: profile.groups, signatureSchemes: profile.signatureSchemes)
         try nss.check(SSL_SendAdditionalKeyShares(descriptor, profile.additionalKeyShares), "key shares")
 
-        // No resumption: a resumed session would link this connection to an earlier one and
-        // change the hello. The session cache stays on when the hello carries
+        // NSS's own client session cache is never used: resumption goes through tickets kept by
+        // ResumptionTokenCache (resume(with:)). The cache stays on when the hello carries
         // psk_key_exchange_modes, because with SSL_NO_CACHE NSS leaves that extension out
         // (measured: JA4 t13d1615 instead of Firefox's count); a peer ID of its own makes every
         // lookup miss, and deinit drops the entry. A hello without it switches the cache off.
@@ -112,11 +138,28 @@ final class NSSClientSocket {
         return String(decoding: buffer.prefix(Int(length)), as: UTF8.self)
     }
 
-    /// (protocol version, cipher suite) as IANA numbers, after the handshake.
-    var channel: (version: UInt16, cipherSuite: UInt16) {
+    /// (protocol version, cipher suite) as IANA numbers, and whether a ticket resumed the session,
+    /// after the handshake.
+    var channel: (version: UInt16, cipherSuite: UInt16, resumed: Bool) {
         var info = SSLChannelInfo()
-        guard SSL_GetChannelInfo(descriptor, &info, UInt32(MemoryLayout<SSLChannelInfo>.size)) == SECSuccess else { return (0, 0) }
-        return (info.protocolVersion, info.cipherSuite)
+        guard SSL_GetChannelInfo(descriptor, &info, UInt32(MemoryLayout<SSLChannelInfo>.size)) == SECSuccess else { return (0, 0, false) }
+        return (info.protocolVersion, info.cipherSuite, info.resumed == PR_TRUE)
+    }
+}
+
+/// Where NSS hands a connection's session tickets: into the cache under the connection's key.
+private final class TicketSink: Sendable {
+    let cache: ResumptionTokenCache
+    let key: ResumptionTokenCache.Key
+
+    init(cache: ResumptionTokenCache, key: ResumptionTokenCache.Key) {
+        self.cache = cache
+        self.key = key
+    }
+
+    func keep(_ token: [UInt8]) {
+        let expiry = token.withUnsafeBufferPointer { postern_nss_resumption_token_expiry($0.baseAddress, UInt32($0.count)) }
+        cache.store(token, expiry: expiry, for: key, now: Int64(PR_Now()))
     }
 }
 
