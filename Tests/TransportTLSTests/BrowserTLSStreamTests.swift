@@ -158,6 +158,28 @@ func readAll(_ stream: BrowserTLSStream, limit: Int = 1 << 20) async throws -> [
         #expect(identities.allSatisfy { $0.count == 1 })
         #expect(identities[0] != identities[1], "a ticket was offered twice")
     }
+
+    /// A TLS 1.2 session is never resumed (no fresh ECDHE in its abbreviated handshake; and NSS
+    /// 3.87 fails a hello without extended_master_secret that offers a session made with it, which
+    /// randomized draws would hit): every connection to a TLS 1.2 server is a full handshake, and
+    /// every one completes, for each profile.
+    @Test func aTLS12ServerIsNeverResumed() async throws {
+        let certificates = try await TestCertificates.make()
+        defer { certificates.remove() }
+        let server = try OpenSSLServer(certificates: certificates, arguments: ["-www", "-no_tls1_3"])
+        defer { server.stop() }
+        let port = try await server.port()
+        for profile in BrowserTLSProfile.all {
+            for _ in 0..<4 {
+                let (stream, _) = try await handshake(port: port, BrowserTLSConfiguration(
+                    serverName: TestCertificates.serverName, applicationProtocols: ["http/1.1"], profile: profile, caFile: certificates.caFile))
+                try await stream.write(Array("GET / HTTP/1.0\r\n\r\n".utf8))
+                #expect(String(decoding: try await readAll(stream), as: UTF8.self).hasPrefix("HTTP/1.0 200 ok"), "\(profile)")
+                #expect(stream.protocolVersion == 0x0303 && !stream.isResumed, "\(profile)")
+                stream.close()
+            }
+        }
+    }
 }
 
 /// The identities a ClientHello's pre_shared_key extension offers (RFC 8446 4.2.11), from its

@@ -39,8 +39,16 @@ final class NSSClientSocket {
     /// After SSL_ResetHandshake, which would drop a session set before it.
     private func resume(with sink: TicketSink) throws(TransportError) {
         let callback: @convention(c) (UnsafeMutablePointer<PRFileDesc>?, UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?) -> SECStatus = {
-            _, token, count, context in
-            guard let token, let context, count > 0 else { return SECSuccess }
+            socket, token, count, context in
+            guard let socket, let token, let context, count > 0 else { return SECSuccess }
+            // TLS 1.3 sessions only. A TLS 1.2 resumption derives its keys from the old master
+            // secret with no fresh ECDHE (no forward secrecy for it), puts the ticket in
+            // session_ticket, and NSS 3.87 fails the handshake (SSL_ERROR_NO_CYPHER_OVERLAP)
+            // when a session made with extended_master_secret meets a hello without it, which a
+            // randomized profile draws one time in ten (seen against the bed's nginx 1.22).
+            var info = SSLChannelInfo()
+            guard SSL_GetChannelInfo(socket, &info, UInt32(MemoryLayout<SSLChannelInfo>.size)) == SECSuccess,
+                  info.protocolVersion >= UInt16(SSL_LIBRARY_VERSION_TLS_1_3) else { return SECSuccess }
             let bytes = [UInt8](UnsafeBufferPointer(start: token, count: Int(count)))
             Unmanaged<TicketSink>.fromOpaque(context).takeUnretainedValue().keep(bytes)
             return SECSuccess
@@ -177,3 +185,4 @@ struct NSSError: CustomStringConvertible {
         return text.isEmpty ? name : "\(name): \(text)"
     }
 }
+
