@@ -32,6 +32,8 @@ struct WebtunnelSample {
     var dial: [Double] = []
     var dialCPU: Double = 0
     var dials = 0
+    var firstDial: [Double] = []
+    var firstDialCPU: [Double] = []
     var bootstrap: [Double] = []
     var channel: [Double] = []
     var firstByte: [Double] = []
@@ -55,6 +57,9 @@ func startWebtunnelClient(_ binary: PosternBinary, environment: [String: String]
     }
     return ClientUnderTest(label: binary.label, child: child, socks: try TransportEndpoint(parsing: String(line.split(separator: " ")[3])))
 }
+
+/// New client processes per client and round whose first dial is measured.
+let firstDialsPerRound = 8
 
 func runWebtunnelBenchmark(rounds: Int, handshakes: Int, firstBytes: Int, megabytes: Int) async throws {
     let environment = ProcessInfo.processInfo.environment
@@ -116,6 +121,22 @@ func runWebtunnelBenchmark(rounds: Int, handshakes: Int, firstBytes: Int, megaby
             print("  round \(round) \(client.label.padding(toLength: 9, withPad: " ", startingAt: 0)) dial median \(format(median(sample.dial), 1)) ms (so far), CPU \(format(sample.dialCPU / Double(sample.dials) * 1000, 1)) ms per dial")
         }
         clients = []
+        // First dials: a new process each time, so no ticket and nothing set up yet.
+        for _ in 0..<firstDialsPerRound {
+            for binary in order {
+                let client = try await startWebtunnelClient(binary, environment: trust)
+                defer { client.child.stop() }
+                let pid = client.child.process.processIdentifier
+                let cpuBefore = threadCPUNanoseconds(pid)
+                let milliseconds = try await webtunnelDial(client, target: target, arguments: arguments)
+                results[client.label, default: WebtunnelSample()].firstDial.append(milliseconds)
+                results[client.label, default: WebtunnelSample()].firstDialCPU.append(Double(threadCPUNanoseconds(pid) - cpuBefore) / 1e6)
+            }
+        }
+        for binary in order {
+            let sample = results[binary.label]!
+            print("  round \(round) \(binary.label.padding(toLength: 9, withPad: " ", startingAt: 0)) first dial median \(format(median(sample.firstDial), 1)) ms (so far), its CPU median \(format(median(sample.firstDialCPU), 1)) ms")
+        }
 
         for binary in order {
             let tor = try BenchTorClient(label: binary.label, client: [binary.path, "pt-client"], bridge: bridge, baseTorrc: baseTorrc,
@@ -150,14 +171,14 @@ func runWebtunnelBenchmark(rounds: Int, handshakes: Int, firstBytes: Int, megaby
     }
 
     print("")
-    print("client     dial ms (median, p90)   CPU ms/dial   bootstrap s   channel ms   first byte ms   down MB/s   up MB/s   (medians)")
+    print("client     dial ms (median, p90)   CPU ms/dial   first dial ms, CPU ms   bootstrap s   channel ms   first byte ms   down MB/s   up MB/s   (medians)")
     for binary in binaries {
         let sample = results[binary.label]!
         let sorted = sample.dial.sorted()
         let p90 = sorted[min(sorted.count - 1, sorted.count * 9 / 10)]
-        print("\(binary.label.padding(toLength: 10, withPad: " ", startingAt: 0)) \((format(median(sample.dial), 1) + ", " + format(p90, 1)).padding(toLength: 23, withPad: " ", startingAt: 0)) \(format(sample.dialCPU / Double(sample.dials) * 1000, 1).padding(toLength: 13, withPad: " ", startingAt: 0)) \(format(median(sample.bootstrap)).padding(toLength: 13, withPad: " ", startingAt: 0)) \(format(median(sample.channel) * 1000, 0).padding(toLength: 12, withPad: " ", startingAt: 0)) \(format(median(sample.firstByte) * 1000, 0).padding(toLength: 15, withPad: " ", startingAt: 0)) \(format(median(sample.download)).padding(toLength: 11, withPad: " ", startingAt: 0)) \(format(median(sample.upload)))")
+        print("\(binary.label.padding(toLength: 10, withPad: " ", startingAt: 0)) \((format(median(sample.dial), 1) + ", " + format(p90, 1)).padding(toLength: 23, withPad: " ", startingAt: 0)) \(format(sample.dialCPU / Double(sample.dials) * 1000, 1).padding(toLength: 13, withPad: " ", startingAt: 0)) \((format(median(sample.firstDial), 1) + ", " + format(median(sample.firstDialCPU), 1)).padding(toLength: 23, withPad: " ", startingAt: 0)) \(format(median(sample.bootstrap)).padding(toLength: 13, withPad: " ", startingAt: 0)) \(format(median(sample.channel) * 1000, 0).padding(toLength: 12, withPad: " ", startingAt: 0)) \(format(median(sample.firstByte) * 1000, 0).padding(toLength: 15, withPad: " ", startingAt: 0)) \(format(median(sample.download)).padding(toLength: 11, withPad: " ", startingAt: 0)) \(format(median(sample.upload)))")
     }
-    print("(dial: SOCKS CONNECT → success reply, i.e. lookup, TCP, TLS and the upgrade; CPU: the pt-client process's over its dials; channel: tor's \"Bootstrapped 2%\" → 15%)")
+    print("(dial: SOCKS CONNECT → success reply, i.e. lookup, TCP, TLS and the upgrade; CPU: the pt-client process's over its dials; first dial: a new pt-client's first, full handshake, no ticket; channel: tor's \"Bootstrapped 2%\" → 15%)")
     print("")
     guard binaries.count == 2 else {
         print("RESULT webtunnel (no POSTERN_BASELINE, no ratio): dial median \(format(median(results["postern"]!.dial), 1)) ms, first byte \(format(median(results["postern"]!.firstByte) * 1000, 0)) ms, down \(format(median(results["postern"]!.download))) MB/s, up \(format(median(results["postern"]!.upload))) MB/s")
@@ -166,12 +187,24 @@ func runWebtunnelBenchmark(rounds: Int, handshakes: Int, firstBytes: Int, megaby
     let ours = results["postern"]!, theirs = results["baseline"]!
     let dialRatio = median(theirs.dial) / median(ours.dial)
     let cpuRatio = (theirs.dialCPU / Double(theirs.dials)) / (ours.dialCPU / Double(ours.dials))
+    let firstDialRatio = median(theirs.firstDial) / median(ours.firstDial)
+    let firstDialCPURatio = median(theirs.firstDialCPU) / median(ours.firstDialCPU)
     let bootstrapRatio = median(theirs.bootstrap) / median(ours.bootstrap)
     let channelRatio = median(theirs.channel) / median(ours.channel)
     let firstByteRatio = median(theirs.firstByte) / median(ours.firstByte)
     let downRatio = median(ours.download) / median(theirs.download)
     let upRatio = median(ours.upload) / median(theirs.upload)
-    print("RESULT webtunnel ratio (baseline / postern for times, postern / baseline for throughput; ≥ 1 means postern is faster, ≥ 0.91 within 10 %) dial \(format(dialRatio)); CPU per dial \(format(cpuRatio)); bootstrap \(format(bootstrapRatio)); channel \(format(channelRatio)); first byte \(format(firstByteRatio)); down \(format(downRatio)) up \(format(upRatio))")
+    print("RESULT webtunnel ratio (baseline / postern for times, postern / baseline for throughput; ≥ 1 means postern is faster, ≥ 0.91 within 10 %) dial \(format(dialRatio)); CPU per dial \(format(cpuRatio)); first dial \(format(firstDialRatio)), its CPU \(format(firstDialCPURatio)); bootstrap \(format(bootstrapRatio)); channel \(format(channelRatio)); first byte \(format(firstByteRatio)); down \(format(downRatio)) up \(format(upRatio))")
+}
+
+/// CPU time of `pid`'s live threads in nanoseconds, from /proc/PID/task/*/schedstat (the
+/// scheduler's own clock): /proc/PID/stat counts in 10 ms ticks, coarser than one dial.
+func threadCPUNanoseconds(_ pid: Int32) -> Int {
+    let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+    return tasks.reduce(0) { total, task in
+        let text = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/schedstat", encoding: .utf8)) ?? ""
+        return total + (text.split(separator: " ").first.flatMap { Int($0) } ?? 0)
+    }
 }
 
 /// One SOCKS dial through a managed webtunnel client: milliseconds until its success reply.
