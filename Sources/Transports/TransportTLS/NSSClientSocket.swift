@@ -185,4 +185,3 @@ struct NSSError: CustomStringConvertible {
         return text.isEmpty ? name : "\(name): \(text)"
     }
 }
-
