@@ -63,6 +63,9 @@ import TransportWire
         try await link.send([7, 8, 9])
         let echo = try await DnsttPoll.receive(from: link, within: .seconds(10))
         #expect(echo == [7, 8, 9])
+        // The peer prints its line before it answers, but its output reaches us through a pipe
+        // reader of its own, which may not have run yet when the echo is here (run20 of make test).
+        _ = try await peer.waitForLine(prefix: "REQUEST /rate 2", timeout: 10)
         #expect(peer.output.filter { $0.hasPrefix("REQUEST /rate") } == ["REQUEST /rate 1", "REQUEST /rate 2"])
     }
 
