@@ -129,7 +129,7 @@ func readAll(_ stream: BrowserTLSStream, limit: Int = 1 << 20) async throws -> [
         var optedOut = configuration
         optedOut.resumesSessions = false
 
-        var hellos: [[UInt8]] = []
+        var fields: [ClientHelloFingerprint] = []
         var resumed: [Bool] = []
         for connection in [configuration, configuration, configuration, optedOut] {
             let (stream, recording) = try await handshake(port: port, connection)
@@ -139,9 +139,8 @@ func readAll(_ stream: BrowserTLSStream, limit: Int = 1 << 20) async throws -> [
             #expect(String(decoding: try await readAll(stream), as: UTF8.self).hasPrefix("HTTP/1.0 200 ok"))
             resumed.append(stream.isResumed)
             stream.close()
-            hellos.append(try #require(recording.written.first))
+            fields.append(try ClientHelloFingerprint(records: try #require(recording.written.first)))
         }
-        let fields = try hellos.map { try ClientHelloFingerprint(records: $0) }
         #expect(resumed == [false, true, true, false])
         #expect(!fields[0].extensions.contains(41) && !fields[3].extensions.contains(41))
         // pre_shared_key, last as RFC 8446 requires, and no session_ticket (NSS, so Firefox too,
@@ -154,7 +153,8 @@ func readAll(_ stream: BrowserTLSStream, limit: Int = 1 << 20) async throws -> [
             #expect(fields[index].keyShares == fields[0].keyShares)
             #expect(fields[index].signatureAlgorithms == fields[0].signatureAlgorithms)
         }
-        let identities = try [1, 2].map { try #require(pskIdentities(inHelloRecord: hellos[$0])) }
+        #expect(fields[0].preSharedKeyIdentities.isEmpty)
+        let identities = [fields[1].preSharedKeyIdentities, fields[2].preSharedKeyIdentities]
         #expect(identities.allSatisfy { $0.count == 1 })
         #expect(identities[0] != identities[1], "a ticket was offered twice")
     }
@@ -179,55 +179,5 @@ func readAll(_ stream: BrowserTLSStream, limit: Int = 1 << 20) async throws -> [
                 stream.close()
             }
         }
-    }
-}
-
-/// The identities a ClientHello's pre_shared_key extension offers (RFC 8446 4.2.11), from its
-/// first TLS record; nil when it has none.
-func pskIdentities(inHelloRecord record: [UInt8]) -> [[UInt8]]? {
-    var reader = ByteReader(record)
-    guard reader.skip(5 + 4 + 2 + 32), let sessionID = reader.byte(), reader.skip(Int(sessionID)),
-          let suites = reader.uint16(), reader.skip(Int(suites)), let methods = reader.byte(), reader.skip(Int(methods)),
-          let extensionsLength = reader.uint16() else { return nil }
-    let end = reader.offset + Int(extensionsLength)
-    while reader.offset < end {
-        guard let type = reader.uint16(), let length = reader.uint16() else { return nil }
-        guard type == 41 else {
-            guard reader.skip(Int(length)) else { return nil }
-            continue
-        }
-        guard let identitiesLength = reader.uint16() else { return nil }
-        let identitiesEnd = reader.offset + Int(identitiesLength)
-        var identities: [[UInt8]] = []
-        while reader.offset < identitiesEnd {
-            guard let count = reader.uint16(), let identity = reader.bytes(Int(count)), reader.skip(4) else { return nil }
-            identities.append(identity)
-        }
-        return identities
-    }
-    return nil
-}
-
-/// Big-endian reads that return nil past the end.
-private struct ByteReader {
-    let bytes: [UInt8]
-    var offset = 0
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    mutating func skip(_ count: Int) -> Bool {
-        guard count >= 0, bytes.count - offset >= count else { return false }
-        offset += count
-        return true
-    }
-
-    mutating func byte() -> UInt8? { bytes(1)?[0] }
-
-    mutating func uint16() -> UInt16? { bytes(2).map { UInt16($0[0]) << 8 | UInt16($0[1]) } }
-
-    mutating func bytes(_ count: Int) -> [UInt8]? {
-        guard count >= 0, bytes.count - offset >= count else { return nil }
-        defer { offset += count }
-        return Array(bytes[offset..<offset + count])
     }
 }

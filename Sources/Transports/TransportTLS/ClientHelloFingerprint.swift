@@ -33,6 +33,9 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
     public let recordSizeLimit: UInt16?
     /// compress_certificate's algorithms (1 zlib, 2 brotli, 3 zstd); empty when absent.
     public let certificateCompressionAlgorithms: [UInt16]
+    /// The ticket identities pre_shared_key offers, in order (empty in a first hello): opaque bytes
+    /// the server issued, sent in clear, so a hello that resumes can be told from another one.
+    public let preSharedKeyIdentities: [[UInt8]]
     /// The ClientHello message's length in bytes, its 4-byte header included.
     public let length: Int
 
@@ -72,7 +75,7 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
         compressionMethods = try hello.bytes(Int(try hello.u8()))
         var types: [UInt16] = [], versions: [UInt16] = [], groups: [UInt16] = [], signatures: [UInt16] = []
         var formats: [UInt8] = [], protocols: [String] = [], shares: [KeyShare] = [], name: String?
-        var sizeLimit: UInt16?, compression: [UInt16] = []
+        var sizeLimit: UInt16?, compression: [UInt16] = [], identities: [[UInt8]] = []
         if !hello.isAtEnd {
             var list = ByteReader(try hello.bytes(Int(try hello.u16())))
             while !list.isAtEnd {
@@ -102,6 +105,12 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
                         let group = try entries.u16()
                         shares.append(KeyShare(group: group, length: try entries.bytes(Int(try entries.u16())).count))
                     }
+                case 41:
+                    var offered = ByteReader(try body.bytes(Int(try body.u16())))
+                    while !offered.isAtEnd {
+                        identities.append(try offered.bytes(Int(try offered.u16())))
+                        _ = try offered.bytes(4)  // obfuscated_ticket_age
+                    }
                 default: break
                 }
             }
@@ -117,6 +126,7 @@ public struct ClientHelloFingerprint: Sendable, Hashable {
         serverName = name
         recordSizeLimit = sizeLimit
         certificateCompressionAlgorithms = compression
+        preSharedKeyIdentities = identities
     }
 
     /// The hello a connection with `configuration` would present, made in memory with no network

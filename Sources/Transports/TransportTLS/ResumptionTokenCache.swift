@@ -89,7 +89,4 @@ final class ResumptionTokenCache: Sendable {
 
     /// Servers with at least one ticket held.
     var keyCount: Int { state.withLock { $0.tokens.count } }
-
-    /// Forgets every ticket.
-    func removeAll() { state.withLock { $0 = State() } }
 }
