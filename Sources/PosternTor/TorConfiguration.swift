@@ -184,7 +184,10 @@ public struct TorConfiguration: Sendable {
     /// SafeLogging, so by default tor.log gets warnings only. Its network-domain warnings name them
     /// too: SafeLogging does not scrub OR connections with a known identity, and a bridge whose
     /// transport fails gives "Proxy Client: unable to connect ... with ADDRESS RSA_ID=FINGERPRINT"
-    /// (found by scripts/check-leaks.py), so that domain logs errors only. Turn on for --unsafe-logging.
+    /// (found by scripts/check-leaks.py), so that domain logs errors only. So does the control
+    /// domain: when the only bridge fails, tor warns "Problem bootstrapping ... host FINGERPRINT at
+    /// ADDRESS:PORT" there, unscrubbed; the same report reaches Postern as a BOOTSTRAP status event.
+    /// Turn on for --unsafe-logging.
     public var noticeLevelLog: Bool = false
 
     public init(dataDirectory: URL, socks: SocksEndpoint = .default,
@@ -212,7 +215,7 @@ public struct TorConfiguration: Sendable {
             "__DisableSignalHandlers", "1",
             "ClientOnly", "1",
             "SafeLogging", "1",
-            "Log", "\(noticeLevelLog ? "notice" : "[~net]warn [net]err") file \(logFile.path)",
+            "Log", "\(noticeLevelLog ? "notice" : "[~net,~control]warn [net,control]err") file \(logFile.path)",
             "GeoIPFile", "", "GeoIPv6File", "",
             "RunAsDaemon", "0",
         ]
