@@ -110,7 +110,7 @@ let package = Package(
                 path: "Sources/Transports/TransportTLS"),
         // The tor embedding: tor_api (FFI), the control protocol, TorManager, configuration and its
         // option policy, readiness, status, the in-process PT listeners (TransportHost).
-        .target(name: "PosternTor", dependencies: ["PosternSystem", "PosternCrypto", "CTor", "CSodium", "PosternLinkSpec", "TransportBase"],
+        .target(name: "PosternTor", dependencies: ["PosternSystem", "PosternCrypto", "CTor", "CSodium", "CSpawn", "PosternLinkSpec", "TransportBase"],
                 path: "Sources/PosternTor"),
         // Connection assist: the route policy (selector, judge, memory, limits), its driver and the
         // session's runner, the probes; drives tor only through `TorControlling`.

@@ -181,13 +181,9 @@ public struct TorConfiguration: Sendable {
     /// Options rendered from the user's settings (bridges, transports) or a test network.
     public var options: [TorOption]
     /// tor's notice-level log names bridges ("new bridge descriptor ... at ADDRESS") despite
-    /// SafeLogging, so by default tor.log gets warnings only. Its network-domain warnings name them
-    /// too: SafeLogging does not scrub OR connections with a known identity, and a bridge whose
-    /// transport fails gives "Proxy Client: unable to connect ... with ADDRESS RSA_ID=FINGERPRINT"
-    /// (found by scripts/check-leaks.py), so that domain logs errors only. So does the control
-    /// domain: when the only bridge fails, tor warns "Problem bootstrapping ... host FINGERPRINT at
-    /// ADDRESS:PORT" there, unscrubbed; the same report reaches Postern as a BOOTSTRAP status event.
-    /// Turn on for --unsafe-logging.
+    /// SafeLogging, so by default tor logs warnings only, and those pass through ``TorLogRelay``,
+    /// which scrubs what names a bridge (``TorLogScrubber`` says why SafeLogging is not enough).
+    /// Turned on by --unsafe-logging: then tor writes notices to tor.log itself, unscrubbed.
     public var noticeLevelLog: Bool = false
 
     public init(dataDirectory: URL, socks: SocksEndpoint = .default,
@@ -203,7 +199,9 @@ public struct TorConfiguration: Sendable {
 
     /// tor's argv. Options that the core owns come first; later options of the same name add to
     /// list options (Bridge) or replace single ones.
-    func commandLine(emptyTorrc: URL) -> [String] {
+    /// `logDestination` is the path tor writes its log to: the scrubbing relay's pipe, or (with
+    /// ``noticeLevelLog``) ``logFile`` itself.
+    func commandLine(emptyTorrc: URL, logDestination: String? = nil) -> [String] {
         var arguments = [
             "tor",
             // --quiet: tor would otherwise print its early notices to our stdout. For diagnosing a
@@ -215,7 +213,7 @@ public struct TorConfiguration: Sendable {
             "__DisableSignalHandlers", "1",
             "ClientOnly", "1",
             "SafeLogging", "1",
-            "Log", "\(noticeLevelLog ? "notice" : "[~net,~control]warn [net,control]err") file \(logFile.path)",
+            "Log", "\(noticeLevelLog ? "notice" : "warn") file \(logDestination ?? logFile.path)",
             "GeoIPFile", "", "GeoIPv6File", "",
             "RunAsDaemon", "0",
         ]

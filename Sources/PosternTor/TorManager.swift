@@ -9,6 +9,8 @@ public actor TorManager {
     /// The size of tor's log when the current start began (nil: no log yet).
     private var logSizeAtStart: Int64?
     private var core: EmbeddedTorThread?
+    /// Writes the current core's tor.log, scrubbed (nil with --unsafe-logging: tor writes it).
+    private var logRelay: TorLogRelay?
     private var control: ControlConnection?
     private var eventTask: Task<Void, Never>?
     private var watchdogTask: Task<Void, Never>?
@@ -105,6 +107,8 @@ public actor TorManager {
         var pairs: [(key: String, value: String?)] = options.map { ($0.key, $0.value) }
         pairs += resetting.filter { !present.contains($0) }.map { ($0, nil) }
         guard !pairs.isEmpty else { return }
+        // Before tor sees them: a warning about a new bridge may come at once.
+        logRelay?.learn(options)
         try await control.setConf(pairs)
         configuration?.options.removeAll { present.contains($0.key) || resetting.contains($0.key) }
         configuration?.options += options
@@ -187,12 +191,20 @@ public actor TorManager {
             throw error
         }
         let thread: EmbeddedTorThread
+        let relay: TorLogRelay?
         do {
-            thread = try EmbeddedTorThread(arguments: configuration.commandLine(emptyTorrc: emptyTorrc))
+            relay = configuration.noticeLevelLog ? nil : try TorLogRelay(logFile: configuration.logFile, options: configuration.options)
+            do {
+                thread = try EmbeddedTorThread(arguments: configuration.commandLine(emptyTorrc: emptyTorrc, logDestination: relay?.torPath))
+            } catch {
+                await relay?.finish()
+                throw error
+            }
         } catch {
             fail(error)
             throw error
         }
+        logRelay = relay
         slotHeld = false  // the tor thread releases it when tor_run_main returns
         core = thread
         let connection = ControlConnection(fileDescriptor: thread.controlSocket)
@@ -201,6 +213,8 @@ public actor TorManager {
         let exitWatcher = thread
         Task { [weak self] in
             let code = await exitWatcher.waitForExit()
+            // Every line tor wrote is in tor.log before anyone is told to read it.
+            await relay?.finish()
             await self?.coreExited(thread: exitWatcher, code: code)
         }
 
@@ -219,6 +233,7 @@ public actor TorManager {
         } catch {
             await connection.closeAndWait()
             let code = await thread.waitForExit()
+            await relay?.finish()
             core = nil
             control = nil
             // The control connection closes because tor exited: the exit is the news. tor
@@ -249,6 +264,7 @@ public actor TorManager {
             control.close()
             _ = await core.waitForExit()
         }
+        await logRelay?.finish()
         await control.closeAndWait()
         eventTask?.cancel()
         self.core = nil

@@ -170,8 +170,8 @@ import TransportBase
 
     /// When the only bridge fails, tor warns "Problem bootstrapping ... host FINGERPRINT at
     /// ADDRESS:PORT" in its control domain, which SafeLogging does not scrub (tor 0.4.9
-    /// control_bootstrap.c). The controller still gets the problem; tor.log must not name the bridge.
-    /// (Found by check-leaks in a `postern ab` trial's tor.log under a shaped link.)
+    /// control_bootstrap.c). The controller gets the problem; tor.log gets the warning with the
+    /// bridge scrubbed out (TorLogRelay). Found by check-leaks in a `postern ab` trial's tor.log.
     @Test func aFailingBridgeIsReportedToTheControllerButNotNamedInTorLog() async throws {
         // A loopback port nobody listens on: bind one, note it, close it.
         let port: UInt16
@@ -198,8 +198,12 @@ import TransportBase
         await manager.shutdown()
         #expect(warning != nil, "tor warned the controller that its only bridge failed")
         let log = (try? String(contentsOf: configuration.logFile, encoding: .utf8)) ?? ""
+        #expect(log.contains("Problem bootstrapping") && log.contains("host [scrubbed] at [scrubbed]"),
+                "tor.log keeps the warning, scrubbed:\n\(log)")
         #expect(!log.contains(fingerprint), "tor.log names the bridge's fingerprint:\n\(log)")
         #expect(!log.contains(":\(port)"), "tor.log names the bridge's address:\n\(log)")
+        let mode = try FileManager.default.attributesOfItem(atPath: configuration.logFile.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
     }
 
     @Test func aSecondConcurrentCoreIsRefused() async throws {
