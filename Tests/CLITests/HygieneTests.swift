@@ -191,6 +191,8 @@ import Testing
         try await Task.sleep(for: .seconds(2))
         let log = (try? String(contentsOf: config.appendingPathComponent("state/tor/tor.log"), encoding: .utf8)) ?? ""
         #expect(runOutput.contains("dial-failed"), "the run reported the refused bridge: \(runOutput.suffix(800))")
+        // tor's warning is there, with the bridge taken out of it (TorLogRelay).
+        #expect(log.contains("Proxy Client: unable to connect") && log.contains("[scrubbed]"), "tor.log:\n\(log)")
         for secret in ["127.0.0.3", fingerprint, cert] {
             #expect(!log.contains(secret), "bridge data in tor.log:\n\(log)")
             #expect(!runOutput.contains(secret), "bridge data in the run's output")
