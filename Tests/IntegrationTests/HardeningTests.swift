@@ -123,7 +123,7 @@ extension TestBedSuite {
                                      environment: leakCase.trustedCAKey.map { ["SSL_CERT_FILE": bed[$0]] } ?? [:])
         defer { run.terminate() }
         let pid = run.processIdentifier
-        let sampler = RunSocketSampler(client: pid, bed: bed, sampleProxies: leakCase.allowed.contains(.snowflake))
+        let sampler = RunSocketSampler(client: pid)
         defer { sampler.stop() }
 
         // The app's request, made while the run is held: it must wait for Tor, and go through it.
@@ -153,8 +153,8 @@ extension TestBedSuite {
         let appPackets = packets.filter { $0.prefix == GroupPacketLog.appPrefix }
         #expect(clientPackets.count == counted, "the capture holds every packet nftables counted (\(clientPackets.count) of \(counted)); dumpcap: \(packetLog.dumpcapLog)")
 
-        let allowed = try RouteAllowList(bed: bed, destinations: leakCase.allowed, proxyPorts: sampler.proxyPorts)
-        let working = try RouteAllowList(bed: bed, destinations: [leakCase.working], proxyPorts: sampler.proxyPorts)
+        let allowed = try RouteAllowList(bed: bed, destinations: leakCase.allowed)
+        let working = try RouteAllowList(bed: bed, destinations: [leakCase.working])
         var perDestination: [String: Int] = [:]
         var local = 0
         var violations: [GroupPacketLog.Packet] = []
@@ -203,9 +203,9 @@ extension TestBedSuite {
                 passedProbes.append(label)
                 let destination: LeakRouteDestination? = label == "direct" ? .torNetwork
                     : label.hasPrefix("bridges (obfs4") ? .obfs4Bridge : label.hasPrefix("bridges (snowflake") ? .snowflake : nil
-                let kinds = try #require(destination.map { try RouteAllowList(bed: bed, destinations: [$0], proxyPorts: sampler.proxyPorts) },
+                let kinds = try #require(destination.map { try RouteAllowList(bed: bed, destinations: [$0]) },
                                          "a probe of a route this case does not allow: \(line)")
-                for name in kinds.names where !(destination == .snowflake && name == "snowflake proxies" && sampler.proxyPorts.isEmpty) {
+                for name in kinds.names {
                     #expect(perDestination[name, default: 0] > 0, "probe \(label) passed but no packet to \(name) was captured")
                 }
             }
@@ -226,10 +226,13 @@ extension TestBedSuite {
 struct RouteAllowList {
     private var tcp: [String: Set<String>] = [:]  // name → "addr:port"
     private var udp: [String: Set<String>] = [:]
+    /// UDP to 127.0.0.1 on these ports goes to a snowflake proxy: each binds only in its range
+    /// (TB_SNOWFLAKE_PROXY_PORTS, set by the bed with snowflake-proxy -ephemeral-ports-range).
+    private var proxyPortRanges: [ClosedRange<Int>] = []
     /// Every group of destinations, e.g. "obfs4 bridge", "STUN".
     private(set) var names: [String] = []
 
-    init(bed: TestBed, destinations: [LeakRouteDestination], proxyPorts: Set<Int>) throws {
+    init(bed: TestBed, destinations: [LeakRouteDestination]) throws {
         for destination in destinations {
             switch destination {
             case .torNetwork:
@@ -250,7 +253,11 @@ struct RouteAllowList {
                 let broker = try #require(URL(string: bed["TB_SNOWFLAKE_BROKER_URL"]))
                 tcp["snowflake broker"] = ["\(broker.host ?? ""):\(broker.port ?? 80)"]
                 udp["STUN"] = [String(bed["TB_SNOWFLAKE_STUN"].dropFirst("stun:".count))]
-                udp["snowflake proxies"] = Set(proxyPorts.map { "127.0.0.1:\($0)" })
+                proxyPortRanges = bed["TB_SNOWFLAKE_PROXY_PORTS"].split(separator: " ").compactMap { range in
+                    let bounds = range.split(separator: ":").compactMap { Int($0) }
+                    return bounds.count == 2 && bounds[0] <= bounds[1] ? bounds[0]...bounds[1] : nil
+                }
+                try #require(proxyPortRanges.count == 2, "the bed's proxy port ranges: \(bed["TB_SNOWFLAKE_PROXY_PORTS"])")
                 names += ["snowflake broker", "STUN", "snowflake proxies"]
             }
         }
@@ -259,42 +266,36 @@ struct RouteAllowList {
     func match(_ packet: GroupPacketLog.Packet) -> String? {
         let endpoint = "\(packet.destination):\(packet.destinationPort)"
         let table = packet.proto == "tcp" ? tcp : packet.proto == "udp" ? udp : [:]
-        return table.first { $0.value.contains(endpoint) }?.key
+        if let name = table.first(where: { $0.value.contains(endpoint) })?.key { return name }
+        if packet.proto == "udp", packet.destination == "127.0.0.1",
+           proxyPortRanges.contains(where: { $0.contains(packet.destinationPort) }) {
+            return "snowflake proxies"
+        }
+        return nil
     }
 }
 
-/// Sockets that come and go during a run, sampled every 200 ms: the client's own TCP listeners
-/// (connection assist starts and stops a PT listener per route) and the UDP sockets of the test
-/// bed's snowflake proxies (a proxy's WebRTC socket lives only for its session).
+/// The client's own TCP listeners, sampled every 200 ms during a run: connection assist starts and
+/// stops a PT listener per route. (The snowflake proxies' UDP sockets are known by their port
+/// ranges instead: a probe's session lived too briefly for a 10 ms sampler on a busy machine, and
+/// once its ICE checks counted as packets outside the route.)
 final class RunSocketSampler: @unchecked Sendable {
     private let lock = NSLock()
     private var listeners: Set<Int> = []
-    private var proxies: Set<Int> = []
     private var task: Task<Void, Never>?
 
-    init(client: Int32, bed: TestBed, sampleProxies: Bool) {
-        let proxyPIDs = sampleProxies ? ["snowflake-proxy-1", "snowflake-proxy-2"].compactMap { bed.recordedPID($0) } : []
-        if sampleProxies { #expect(proxyPIDs.count == 2, "the test bed's snowflake proxies' PIDs") }
+    init(client: Int32) {
         task = Task.detached { [weak self] in
-            var round = 0
             while !Task.isCancelled {
-                // Proxies every 10 ms: connection assist's snowflake probe opens a data channel
-                // and closes it at once, and the proxy's socket for it lives only that long.
-                let listening = round % 20 == 0 ? ProcView.tcpSockets(of: client, state: "0A").map(\.localPort) : []
-                let proxyPorts = proxyPIDs.flatMap { ProcView.udpSockets(of: $0).map(\.localPort) }
+                let listening = ProcView.tcpSockets(of: client, state: "0A").map(\.localPort)
                 guard let self else { return }
-                self.lock.withLock {
-                    self.listeners.formUnion(listening)
-                    self.proxies.formUnion(proxyPorts)
-                }
-                round += 1
-                try? await Task.sleep(for: .milliseconds(10))
+                self.lock.withLock { self.listeners.formUnion(listening) }
+                try? await Task.sleep(for: .milliseconds(200))
             }
         }
     }
 
     var clientListeners: Set<Int> { lock.withLock { listeners } }
-    var proxyPorts: Set<Int> { lock.withLock { proxies } }
 
     func stop() { task?.cancel() }
 }
