@@ -7,9 +7,10 @@ import Synchronization
 /// add_file_log accepts a pipe), a thread of ours reads its lines, passes each through
 /// ``TorLogScrubber`` and appends it to the log file (created 0600). One relay per core run.
 ///
-/// Bounds: a line is at most ``maximumLineBytes`` (tor's own messages stop at 10 KiB; a longer run
-/// without a newline is written as a line of its own); once tor has exited, ``finish()`` waits at
-/// most ``drainDeadline`` for tor's end of the pipe to close.
+/// Bounds: what waits for its newline is at most ``maximumLineBytes`` plus one read (tor cuts its
+/// messages at 10 KiB, so a line of tor's is never split); once tor has exited, ``finish()`` waits
+/// at most ``drainDeadline`` for tor's end of the pipe to close. A log file that blocks (a hung
+/// network mount) would block this thread and, once the pipe's 64 KiB are full, tor's logging.
 final class TorLogRelay: Sendable {
     static let maximumLineBytes = 16 * 1024
     static let drainDeadline: Duration = .seconds(2)
@@ -70,7 +71,10 @@ final class TorLogRelay: Sendable {
         reading: while true {
             var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, 200)
-            if ready < 0 && errno != EINTR { break }
+            if ready < 0 && errno != EINTR {
+                noteStop(call: "poll", number: errno)
+                break
+            }
             if ready <= 0 {
                 if let deadline = finishing.withLock({ $0 }), ContinuousClock.now >= deadline { break }
                 continue
@@ -78,6 +82,7 @@ final class TorLogRelay: Sendable {
             let count = chunk.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
+                noteStop(call: "read", number: errno)
                 break
             }
             if count == 0 { break reading }
@@ -97,6 +102,12 @@ final class TorLogRelay: Sendable {
         close(readEnd)
         close(logFile)
         drained.fulfil(())
+    }
+
+    /// tor's later lines will be lost (its writes to the closed pipe fail): say so in the log.
+    private func noteStop(call: String, number: Int32) {
+        let line = "[postern] tor's log relay stopped (\(call): \(String(cString: strerror(number)))); tor's later warnings are not in this file\n"
+        _ = try? SystemCall.writeAll(logFile, Array(line.utf8))
     }
 
     private func write(line: ArraySlice<UInt8>) {

@@ -8,11 +8,16 @@
 /// (general), path-bias warnings about a guard "nickname ($FINGERPRINT)" (circ), directory replies
 /// "from server ADDRESS:PORT" (dir). Filtering domains cannot keep up with that list, so every line
 /// passes through here:
-/// 1. every value the bridge lines gave tor (addresses, hosts, fingerprints, PT arguments of six
-///    characters or more, and the hosts inside URL arguments) becomes `[scrubbed]`;
-/// 2. then every word that holds an IPv4 address (other than 0.0.0.0/8, which is never a peer and
-///    is how tor's own version looks, "0.4.9.11"), an IPv6 address, or 40 or more hex or base64
-///    characters in a row (RSA fingerprints, ed25519 identities, certs) becomes `[scrubbed]`.
+/// 1. every value the bridge lines gave tor becomes `[scrubbed]`: addresses, hosts, fingerprints,
+///    PT argument values of six characters or more, any part of one that names a host (has a
+///    letter and a dot), and the host inside a URL argument. Longest first, and before step 2, so
+///    that a URL goes whole even where step 2 would split it (at '?', '@', '%').
+/// 2. then every word that holds `[scrubbed]`, an IPv4 address (other than 0.0.0.0/8, which is
+///    never a peer and is how tor's own version looks, "0.4.9.11"), an IPv6 address, or 40 or more
+///    hex or base64 characters in a row (RSA fingerprints, ed25519 identities, certs) becomes
+///    `[scrubbed]` whole, so "$FINGERPRINT~nickname" leaves nothing behind;
+/// 3. a word right before "([scrubbed])" is a nickname ("Guard NICKNAME ($FINGERPRINT)") and goes.
+/// Over-scrubbing is the chosen side: a path with 40 letters and slashes in a row goes too.
 struct TorLogScrubber: Sendable {
     static let placeholder = "[scrubbed]"
     /// A PT argument value shorter than this is a setting (iat-mode=0, max=3), not an identifier.
@@ -42,9 +47,10 @@ struct TorLogScrubber: Sendable {
             let value = String(word[word.index(after: equals)...])
             var found: [String] = []
             for part in [value] + value.split(separator: ",").map(String.init) {
-                guard part.utf8.count >= shortestSecretArgument else { continue }
+                let namesAHost = part.contains(".") && part.contains(where: { $0.isLetter })
+                guard part.utf8.count >= shortestSecretArgument || namesAHost else { continue }
                 found.append(part)
-                if let host = urlHost(part) { found += [host.withPort, host.name].filter { $0.utf8.count >= 4 } }
+                if let host = urlHost(part) { found += [host.withPort, host.name].filter { !$0.isEmpty } }
             }
             return found
         }
@@ -83,15 +89,14 @@ struct TorLogScrubber: Sendable {
         return (withoutUser, hostOfAddress(withoutUser))
     }
 
-    /// The line, scrubbed: first every word that looks like an address or identity (so that a
-    /// "$FINGERPRINT~nickname" goes whole), then every literal secret. tor's timestamp and
-    /// severity ("Dec 05 15:34:32.000 [warn]") hold nothing that either step takes.
+    /// The line, scrubbed in the three steps above. tor's timestamp and severity
+    /// ("Dec 05 15:34:32.000 [warn]") hold nothing that any step takes.
     func scrub(_ line: String) -> String {
-        var scrubbed = Self.scrubIdentifyingWords(line)
+        var scrubbed = line
         for secret in secrets where scrubbed.contains(secret) {
             scrubbed = scrubbed.replacing(secret, with: Self.placeholder)
         }
-        return scrubbed
+        return Self.scrubIdentifyingWords(scrubbed)
     }
 
     /// Characters that make up an address, fingerprint or identity "word"; anything else ends one.
@@ -105,32 +110,46 @@ struct TorLogScrubber: Sendable {
         }
     }
 
+    private static let placeholderBytes = Array(placeholder.utf8)
+    /// What follows a nickname in tor's "NICKNAME ($FINGERPRINT)", once the fingerprint is scrubbed.
+    private static let nicknameFollower = Array(" (\(placeholder))".utf8)
+
     private static func scrubIdentifyingWords(_ message: String) -> String {
         let bytes = Array(message.utf8)
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count)
+        // The line as words and the bytes between them; a word is kept as its range in `bytes`.
+        var pieces: [(isWord: Bool, bytes: ArraySlice<UInt8>)] = []
         var index = 0
         while index < bytes.count {
-            guard isWordByte(bytes[index]) else {
-                output.append(bytes[index])
-                index += 1
-                continue
-            }
-            var end = index
-            while end < bytes.count && isWordByte(bytes[end]) { end += 1 }
-            let word = bytes[index..<end]
-            if identifies(word) {
-                output += placeholder.utf8
-            } else {
-                output += word
-            }
+            var end = index + 1
+            let isWord = isWordByte(bytes[index])
+            while end < bytes.count && isWordByte(bytes[end]) == isWord { end += 1 }
+            let piece = bytes[index..<end]
+            pieces.append(isWord && identifies(piece) ? (true, placeholderBytes[...]) : (isWord, piece))
             index = end
+        }
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count)
+        for (position, piece) in pieces.enumerated() {
+            // A word followed by " ([scrubbed])": the separator " (" and the placeholder word.
+            if piece.isWord, position + 3 < pieces.count,
+               Array(pieces[position + 1].bytes) + pieces[position + 2].bytes + pieces[position + 3].bytes.prefix(1) == nicknameFollower {
+                output += placeholderBytes
+            } else {
+                output += piece.bytes
+            }
         }
         return String(decoding: output, as: UTF8.self)
     }
 
     static func identifies(_ word: ArraySlice<UInt8>) -> Bool {
-        longestRun(in: word, of: isBase64Byte) >= 40 || containsIPv4(word) || containsIPv6(word)
+        containsPlaceholder(word) || longestRun(in: word, of: isBase64Byte) >= 40 || containsIPv4(word) || containsIPv6(word)
+    }
+
+    private static func containsPlaceholder(_ word: ArraySlice<UInt8>) -> Bool {
+        guard word.count >= placeholderBytes.count else { return false }
+        return word.indices.dropLast(placeholderBytes.count - 1).contains { start in
+            word[start..<(start + placeholderBytes.count)].elementsEqual(placeholderBytes)
+        }
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {

@@ -42,7 +42,7 @@ public enum TorOptionPolicy {
 
     private static let controlReason = "it would open or configure a control port, which lets another program steer tor; Postern's tor has none but its own (ControlPort 0)"
     private static let relayReason = "it would open a listener for other machines; Postern's tor is a client only"
-    private static let logReason = "Postern sets tor's log (warnings only, scrubbed of every bridge address, fingerprint and argument); use --unsafe-logging for notices"
+    private static let logReason = "Postern sets tor's log (warnings only, scrubbed of whatever names a bridge); use --unsafe-logging for notices"
 
     /// Refused whatever their value, by lowercased name.
     private static let refused: [String: String] = [

@@ -12,6 +12,7 @@ import Testing
             try TorOption("Bridge", "webtunnel [2001:db8::7]:443 \(fingerprint) url=https://front.example.net:8443/s3cr3t-path ver=0.0.1"),
             try TorOption("Bridge", "snowflake 192.0.2.3:80 fingerprint=\(fingerprint) url=https://broker.example.org/ fronts=cdn.example.com,www.example.com ice=stun:stun.example.com:3478 max=3"),
             try TorOption("Bridge", "dnstt 192.0.2.4:1 doh=https://doh.example/dns-query pubkey=0123456789abcdef domain=t.example.com"),
+            try TorOption("Bridge", "meek_lite 192.0.2.5:2 url=https://user:pw@192.0.2.5/p?token=abc123 front=x.io"),
             try TorOption("UseBridges", "1"),
         ])
     }
@@ -26,7 +27,7 @@ import Testing
             ("Proxy Client: unable to connect OR connection (handshaking (proxy)) with 192.0.2.3:80 ID=<none> RSA_ID=\(fingerprint) (\"general SOCKS server failure\")",
              "Proxy Client: unable to connect OR connection (handshaking (proxy)) with [scrubbed] ID=<none> [scrubbed] (\"general SOCKS server failure\")"),
             ("Guard Bridge ($\(fingerprint)) is failing more circuits than usual.",
-             "Guard Bridge ([scrubbed]) is failing more circuits than usual."),
+             "Guard [scrubbed] ([scrubbed]) is failing more circuits than usual."),
             ("Received http status code 503 (\"busy\") from server [2001:db8::7]:443 while fetching consensus.",
              "Received http status code 503 (\"busy\") from server [scrubbed] while fetching consensus."),
             ("TLS error while handshaking with 198.51.100.1:9001 ID=Wj1mMsGBsJvSm6/Lz3sGdrtWJlqOyCGajkgyPgN/VzQ RSA_ID=\(fingerprint.lowercased())",
@@ -37,6 +38,10 @@ import Testing
             ("broker cdn.example.com unreachable; resolver doh.example; zone t.example.com; ice stun.example.com",
              "broker [scrubbed] unreachable; resolver [scrubbed]; zone [scrubbed]; ice [scrubbed]"),
             ("Address fe80::1 and 2001:db8:1:2:3:4:5:6 are peers", "Address [scrubbed] and [scrubbed] are peers"),
+            // A URL that the word step alone would split at '@' and '?'; a host under six characters.
+            ("fetching https://user:pw@192.0.2.5/p?token=abc123 via x.io", "fetching [scrubbed] via [scrubbed]"),
+            ("Tried connecting to router at 192.0.2.10:4431, but RSA + ed25519 identity keys were not as expected: wanted \(fingerprint) + no ed25519 key but got \(fingerprint)~Unnamed + Wj1mMsGBsJvSm6/Lz3sGdrtWJlqOyCGajkgyPgN/VzQ.",
+             "Tried connecting to router at [scrubbed], but RSA + ed25519 identity keys were not as expected: wanted [scrubbed] + no ed25519 key but got [scrubbed] + [scrubbed]"),  // the word took its full stop
         ]
         for (message, expected) in cases {
             #expect(scrubber.scrub(line(message)) == line(expected))

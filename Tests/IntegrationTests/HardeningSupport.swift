@@ -138,7 +138,7 @@ enum ProcView {
         let inode: String
     }
 
-    /// /proc/net/tcp or /proc/net/udp (IPv4).
+    /// A table of /proc/net, e.g. tcp (IPv4).
     static func sockets(_ table: String) -> [Socket] {
         guard let text = readWhole("/proc/net/\(table)") else { return [] }
         return text.split(separator: "\n").dropFirst().compactMap { line in
@@ -189,11 +189,6 @@ enum ProcView {
     static func tcpSockets(of pid: Int32, state: String? = nil) -> [Socket] {
         let inodes = socketInodes(of: pid)
         return sockets("tcp").filter { inodes.contains($0.inode) && (state == nil || $0.state == state) }
-    }
-
-    static func udpSockets(of pid: Int32) -> [Socket] {
-        let inodes = socketInodes(of: pid)
-        return sockets("udp").filter { inodes.contains($0.inode) }
     }
 
     static func isAlive(_ pid: Int32) -> Bool { kill(pid, 0) == 0 }

@@ -257,7 +257,7 @@ struct RouteAllowList {
                     let bounds = range.split(separator: ":").compactMap { Int($0) }
                     return bounds.count == 2 && bounds[0] <= bounds[1] ? bounds[0]...bounds[1] : nil
                 }
-                try #require(proxyPortRanges.count == 2, "the bed's proxy port ranges: \(bed["TB_SNOWFLAKE_PROXY_PORTS"])")
+                try #require(!proxyPortRanges.isEmpty, "the bed's proxy port ranges: \(bed["TB_SNOWFLAKE_PROXY_PORTS"])")
                 names += ["snowflake broker", "STUN", "snowflake proxies"]
             }
         }
