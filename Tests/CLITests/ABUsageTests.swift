@@ -76,7 +76,10 @@ import Testing
 
     /// A vanilla bridge on a loopback port nobody listens on: flagged as refused, exit 1, scrubbed.
     @Test func bridgesTestFlagsARefusedBridgeOnLoopback() async throws {
-        let port = try Self.closedLoopbackPort()
+        // Held bound but not listening for the whole test: refused, and no other test's listener
+        // can take the port meanwhile (run25: a port only closed before was taken, "alive").
+        let refusing = try HeldLoopbackPort(listening: false)
+        let port = refusing.port
         let line = "127.0.0.1:\(port) 0123456789ABCDEF0123456789ABCDEF01234567"
         let add = try await postern(["bridges", "add", line])
         try #require(add.status == 0, "\(add.stderr)")
@@ -89,18 +92,6 @@ import Testing
         #expect(bridge["reason"] as? String == "refused: the connection was refused (a closed port, or a censor)")
         #expect(!result.stdout.contains("nothing listens"))
         #expect(!result.stdout.contains("127.0.0.1:\(port)") && !result.stdout.contains("0123456789ABCDEF"))
-    }
-
-    /// A port that was free a moment ago (bound, then closed).
-    static func closedLoopbackPort() throws -> UInt16 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
-        return UInt16(bigEndian: address.sin_port)
+        withExtendedLifetime(refusing) {}
     }
 }

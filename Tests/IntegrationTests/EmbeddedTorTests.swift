@@ -1,7 +1,6 @@
 import PosternTestSupport
 import Foundation
 import Testing
-import TransportBase
 @testable import PosternTor
 
 /// Everything that runs an in-process tor or changes the test bed's censor. tor_api allows one tor
@@ -173,13 +172,10 @@ import TransportBase
     /// control_bootstrap.c). The controller gets the problem; tor.log gets the warning with the
     /// bridge scrubbed out (TorLogRelay). Found by check-leaks in a `postern ab` trial's tor.log.
     @Test func aFailingBridgeIsReportedToTheControllerButNotNamedInTorLog() async throws {
-        // A loopback port nobody listens on: bind one, note it, close it.
-        let port: UInt16
-        do {
-            let probe = try LoopbackListener()
-            port = probe.port
-            probe.close()
-        }
+        // A loopback port bound but not listening, held for the whole test: refused, and nothing
+        // else can take it meanwhile.
+        let refusing = try HeldLoopbackPort(listening: false)
+        let port = refusing.port
         let fingerprint = "C0FFEE00C0FFEE00C0FFEE00C0FFEE00C0FFEE00"
         let manager = TorManager()
         let data = TestBed.temporaryDirectory("failing-bridge")
@@ -204,6 +200,7 @@ import TransportBase
         #expect(!log.contains(":\(port)"), "tor.log names the bridge's address:\n\(log)")
         let mode = try FileManager.default.attributesOfItem(atPath: configuration.logFile.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
+        withExtendedLifetime(refusing) {}
     }
 
     @Test func aSecondConcurrentCoreIsRefused() async throws {
