@@ -28,11 +28,11 @@ final class TorLogRelay: Sendable {
     init(logFile path: URL, options: [TorOption]) throws(TorCoreError) {
         var ends: [Int32] = [-1, -1]
         guard cspawn_pipe_cloexec(&ends) == 0 else {
-            throw TorCoreError(.filesystem, "cannot make a pipe for tor's log: \(String(cString: strerror(errno)))")
+            throw TorCoreError(.filesystem, "cannot make a pipe for tor's log: \(SystemCallError(call: "pipe2", number: errno))")
         }
         let file = open(path.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard file >= 0 else {
-            let reason = String(cString: strerror(errno))
+            let reason = SystemCallError(call: "open", number: errno)
             close(ends[0]); close(ends[1])
             throw TorCoreError(.filesystem, "cannot open tor's log \(path.path): \(reason)")
         }
@@ -106,7 +106,7 @@ final class TorLogRelay: Sendable {
 
     /// tor's later lines will be lost (its writes to the closed pipe fail): say so in the log.
     private func noteStop(call: String, number: Int32) {
-        let line = "[postern] tor's log relay stopped (\(call): \(String(cString: strerror(number)))); tor's later warnings are not in this file\n"
+        let line = "[postern] tor's log relay stopped (\(SystemCallError(call: call, number: number))); tor's later warnings are not in this file\n"
         _ = try? SystemCall.writeAll(logFile, Array(line.utf8))
     }
 
